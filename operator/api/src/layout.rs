@@ -1,0 +1,141 @@
+//! The in-Pod filesystem and environment contract shared by the operator
+//! (which builds the Pod) and the session runtime (which runs inside it).
+//!
+//! Everything here is a fixed, absolute path so that a plain
+//! `playwright-cli <verb>` run through `kubectl exec` reaches the session no
+//! matter which working directory it starts in.
+
+/// Root of all per-session state inside the browser container (an emptyDir).
+pub const DATA_HOME: &str = "/var/lib/playpen";
+/// Where the launch-config Secret (generated or the user's) is mounted read-only.
+pub const LAUNCH_CONFIG_DIR: &str = "/etc/playpen/launch";
+/// File name of the generated launch config inside [`LAUNCH_CONFIG_DIR`].
+pub const LAUNCH_CONFIG_KEY: &str = "config.json";
+/// Where the runtime ConfigMap is mounted read-only.
+pub const RUNTIME_CONFIG_DIR: &str = "/etc/playpen/runtime";
+/// File name of the runtime configuration inside [`RUNTIME_CONFIG_DIR`].
+pub const RUNTIME_CONFIG_KEY: &str = "runtime.json";
+/// The snapshot volume: the CLI's output directory (`PLAYWRIGHT_MCP_OUTPUT_DIR`).
+pub const SNAPSHOT_DIR: &str = "/var/lib/playpen/snapshots";
+/// The optional persistent browser profile volume.
+pub const PROFILE_DIR: &str = "/var/lib/playpen/profile";
+/// Saved auth state (cookies, storage) from the user's Secret, mounted 0400.
+pub const AUTH_STATE_DIR: &str = "/etc/playpen/auth";
+/// File name of the auth state inside [`AUTH_STATE_DIR`].
+pub const AUTH_STATE_FILE: &str = "state.json";
+/// The session runtime binary, the browser container's PID 1.
+pub const SESSION_RUNTIME_BIN: &str = "/usr/local/bin/playpen-session";
+/// Where the container writes its termination message.
+pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+
+/// Environment variable names the Pod sets for the runtime and for every
+/// `playwright-cli` process started in the container.
+pub mod env {
+    /// Selects the session for `playwright-cli` without `-s=`.
+    pub const CLI_SESSION: &str = "PLAYWRIGHT_CLI_SESSION";
+    /// Directory of the CLI's AF_UNIX sockets.
+    pub const SOCKETS_DIR: &str = "PWTEST_SOCKETS_DIR";
+    /// Directory of the CLI daemon's session files.
+    pub const DAEMON_SESSION_DIR: &str = "PWTEST_DAEMON_SESSION_DIR";
+    /// Path of the launch config JSON.
+    pub const MCP_CONFIG: &str = "PLAYWRIGHT_MCP_CONFIG";
+    /// Where snapshots, console logs and screenshots are written.
+    pub const MCP_OUTPUT_DIR: &str = "PLAYWRIGHT_MCP_OUTPUT_DIR";
+    /// Path of the runtime configuration JSON.
+    pub const RUNTIME_CONFIG: &str = "PLAYPEN_RUNTIME_CONFIG";
+}
+
+/// AF_UNIX `sun_path` budget the CLI enforces (bytes, excluding the NUL).
+/// We keep the worst-case path strictly below it.
+pub const SOCKET_PATH_BUDGET: usize = 103;
+
+/// Length of the per-session socket namespace (hex characters).
+pub const SOCKET_NAMESPACE_HEX: usize = 8;
+
+/// The CLI names its session socket `<sockets>/cli/<16 hex>-<session>.sock`.
+const CLI_SOCKET_OVERHEAD: usize = "/cli/".len() + 16 + "-".len() + ".sock".len();
+
+/// `<data-home>/pw/<8hex>`: the per-session socket namespace root.
+pub fn namespace_root(data_home: &str, namespace_hex: &str) -> String {
+    format!("{data_home}/pw/{namespace_hex}")
+}
+
+/// `PWTEST_SOCKETS_DIR` for a session namespace.
+pub fn sockets_dir(data_home: &str, namespace_hex: &str) -> String {
+    format!("{}/s", namespace_root(data_home, namespace_hex))
+}
+
+/// `PWTEST_DAEMON_SESSION_DIR` for a session namespace.
+pub fn daemon_session_dir(data_home: &str, namespace_hex: &str) -> String {
+    format!("{}/d", namespace_root(data_home, namespace_hex))
+}
+
+/// The longest socket path the CLI can create for `session` under `sockets_dir`.
+pub fn worst_case_socket_path_len(sockets_dir: &str, session: &str) -> usize {
+    sockets_dir.len() + CLI_SOCKET_OVERHEAD + session.len()
+}
+
+/// Longest session name whose worst-case socket path stays below the budget
+/// under the fixed [`DATA_HOME`]. This is the limit the CRD enforces.
+pub const fn max_session_name_len() -> usize {
+    // "<DATA_HOME>/pw/<8hex>/s"
+    let sockets_dir = DATA_HOME.len() + "/pw/".len() + SOCKET_NAMESPACE_HEX + "/s".len();
+    SOCKET_PATH_BUDGET - 1 - sockets_dir - CLI_SOCKET_OVERHEAD
+}
+
+/// Checks the worst-case socket path of `session` under `sockets_dir`.
+pub fn check_socket_budget(sockets_dir: &str, session: &str) -> Result<(), SocketBudgetExceeded> {
+    let len = worst_case_socket_path_len(sockets_dir, session);
+    if len < SOCKET_PATH_BUDGET {
+        Ok(())
+    } else {
+        Err(SocketBudgetExceeded { len, sockets_dir: sockets_dir.to_owned(), session: session.to_owned() })
+    }
+}
+
+/// The worst-case AF_UNIX socket path would not fit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "worst-case socket path {sockets_dir}/cli/<16hex>-{session}.sock is {len} bytes, \
+     over the {SOCKET_PATH_BUDGET}-byte AF_UNIX budget: shorten the session name \
+     (at most {} characters under {DATA_HOME}) or the data home",
+    max_session_name_len()
+)]
+pub struct SocketBudgetExceeded {
+    /// Worst-case length in bytes.
+    pub len: usize,
+    /// The sockets directory that was checked.
+    pub sockets_dir: String,
+    /// The session name that was checked.
+    pub session: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_session_name_is_computed_from_the_layout() {
+        // /var/lib/playpen (16) + /pw/ (4) + 8 hex + /s (2) = 30;
+        // /cli/ + 16 hex + - + .sock = 27; 30 + 27 + name < 103.
+        assert_eq!(max_session_name_len(), 45);
+    }
+
+    #[test]
+    fn longest_allowed_name_fits_and_one_more_does_not() {
+        let dir = sockets_dir(DATA_HOME, "0123abcd");
+        let ok = "a".repeat(max_session_name_len());
+        assert_eq!(worst_case_socket_path_len(&dir, &ok), SOCKET_PATH_BUDGET - 1);
+        assert!(check_socket_budget(&dir, &ok).is_ok());
+        let too_long = "a".repeat(max_session_name_len() + 1);
+        let err = check_socket_budget(&dir, &too_long).unwrap_err();
+        assert_eq!(err.len, SOCKET_PATH_BUDGET);
+        assert!(err.to_string().contains("at most 45 characters"));
+    }
+
+    #[test]
+    fn namespace_dirs_are_siblings() {
+        assert_eq!(sockets_dir("/d", "ab12cd34"), "/d/pw/ab12cd34/s");
+        assert_eq!(daemon_session_dir("/d", "ab12cd34"), "/d/pw/ab12cd34/d");
+    }
+}

@@ -1,0 +1,10 @@
+//! The Playpen API: the `BrowserSession` custom resource, its admission
+//! rules, and the pure naming and socket-layout logic shared by the operator
+//! and the in-Pod session runtime. No I/O happens in this crate.
+
+pub mod layout;
+pub mod naming;
+pub mod runtime_config;
+pub mod v1alpha1;
+
+pub use v1alpha1::{BrowserSession, BrowserSessionSpec, BrowserSessionStatus};

@@ -1,0 +1,133 @@
+//! Deterministic names for a BrowserSession's children and its socket
+//! namespace. Everything is derived from the resource's name and UID, so a
+//! restarted operator or container computes the same answer.
+
+use sha2::{Digest, Sha256};
+
+use crate::layout::{max_session_name_len, SOCKET_NAMESPACE_HEX};
+
+/// Label values and the field manager used everywhere.
+pub const APP_NAME: &str = "playpen-browser";
+/// `app.kubernetes.io/managed-by` value and server-side-apply field manager.
+pub const MANAGER: &str = "playpen-operator";
+/// Label naming the owning BrowserSession on every child.
+pub const SESSION_LABEL: &str = "playpen.dev/session";
+
+/// Names of the child objects of one BrowserSession.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildNames {
+    /// The browser Pod.
+    pub pod: String,
+    /// The generated launch-config Secret.
+    pub launch_secret: String,
+    /// The runtime ConfigMap.
+    pub runtime_config: String,
+    /// The viewer Service (`<name>-view`).
+    pub viewer_service: String,
+    /// The NetworkPolicy.
+    pub network_policy: String,
+    /// The snapshot PersistentVolumeClaim, when one is templated.
+    pub snapshot_claim: String,
+}
+
+impl ChildNames {
+    /// Child names for the BrowserSession called `name`.
+    pub fn for_session(name: &str) -> Self {
+        Self {
+            pod: format!("{name}-browser"),
+            launch_secret: format!("{name}-launch"),
+            runtime_config: format!("{name}-runtime"),
+            viewer_service: format!("{name}-view"),
+            network_policy: format!("{name}-isolate"),
+            snapshot_claim: format!("{name}-snapshots"),
+        }
+    }
+}
+
+fn hex_digest(parts: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The per-session socket namespace: 8 hex characters stable for the
+/// resource's UID, so a restarted container reaches the same daemon.
+pub fn socket_namespace(uid: &str) -> String {
+    hex_digest(&["playpen/socket-namespace", uid])[..SOCKET_NAMESPACE_HEX].to_owned()
+}
+
+/// The session name used when the spec leaves it out: the resource name when
+/// it fits the socket budget, else a prefix of it plus a stable hash.
+pub fn generated_session_name(resource_name: &str, uid: &str) -> String {
+    let max = max_session_name_len();
+    if resource_name.len() <= max {
+        return resource_name.to_owned();
+    }
+    let hash = &hex_digest(&["playpen/session-name", uid])[..8];
+    // Resource names are ASCII (DNS-1123), so byte slicing is safe.
+    let prefix = resource_name[..max - hash.len() - 1].trim_end_matches(['-', '.']);
+    format!("{prefix}-{hash}")
+}
+
+/// Is `name` acceptable as a session name? Mirrors the CRD's CEL rule.
+pub fn is_valid_session_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= max_session_name_len()
+        && bytes[0].is_ascii_lowercase() | bytes[0].is_ascii_digit()
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespace_is_eight_hex_and_stable() {
+        let a = socket_namespace("0b8a6c1e-1111-2222-3333-444455556666");
+        assert_eq!(a.len(), 8);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(a, socket_namespace("0b8a6c1e-1111-2222-3333-444455556666"));
+        assert_ne!(a, socket_namespace("0b8a6c1e-1111-2222-3333-444455556667"));
+    }
+
+    #[test]
+    fn short_resource_names_are_the_session_name() {
+        assert_eq!(generated_session_name("checkout-bot", "u"), "checkout-bot");
+    }
+
+    #[test]
+    fn long_resource_names_are_shortened_validly_and_stably() {
+        let long = format!("{}-x.y", "a".repeat(60));
+        let s = generated_session_name(&long, "uid-1");
+        assert!(s.len() <= max_session_name_len(), "{s}");
+        assert!(is_valid_session_name(&s), "{s}");
+        assert_eq!(s, generated_session_name(&long, "uid-1"));
+        assert_ne!(s, generated_session_name(&long, "uid-2"));
+        // a cut that would end in '-' is trimmed before the hash
+        let dashy = format!("{}{}", "b".repeat(35), "-".repeat(30));
+        let s = generated_session_name(&dashy, "u");
+        assert!(!s.contains("--"), "{s}");
+    }
+
+    #[test]
+    fn session_name_charset() {
+        for ok in ["a", "0", "agent-1", "a.b_c", &"z".repeat(45)] {
+            assert!(is_valid_session_name(ok), "{ok}");
+        }
+        for bad in ["", "-a", "_a", "A", "a b", "a/b", "ä", &"z".repeat(46)] {
+            assert!(!is_valid_session_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn child_names_are_deterministic() {
+        let n = ChildNames::for_session("demo");
+        assert_eq!(n.viewer_service, "demo-view");
+        assert_eq!(n.pod, "demo-browser");
+        assert_eq!(n.launch_secret, "demo-launch");
+    }
+}

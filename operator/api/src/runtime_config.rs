@@ -1,0 +1,82 @@
+//! The session runtime's configuration file (`runtime.json` in the runtime
+//! ConfigMap) and the termination report it writes when it gives up. Both
+//! sides of the contract live here so they cannot drift apart.
+
+use serde::{Deserialize, Serialize};
+
+use crate::v1alpha1::SandboxMode;
+
+/// Everything `playpen-session` needs to run one session. The operator
+/// writes it; the runtime re-reads it so the mutable policy fields
+/// (retention, idle timeout, maximum lifetime) apply without a restart.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuntimeConfig {
+    /// The playwright-cli session name.
+    pub session_name: String,
+    /// `PWTEST_SOCKETS_DIR`, created 0700 by the runtime.
+    pub sockets_dir: String,
+    /// `PWTEST_DAEMON_SESSION_DIR`, created 0700 by the runtime.
+    pub daemon_session_dir: String,
+    /// `PLAYWRIGHT_MCP_CONFIG`: the mounted launch config.
+    pub launch_config: String,
+    /// The snapshot directory (`PLAYWRIGHT_MCP_OUTPUT_DIR`).
+    pub output_dir: String,
+    /// Chromium sandbox mode the session was created with.
+    pub sandbox: SandboxMode,
+    /// The viewer relay, when enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewer_port: Option<u16>,
+    /// Snapshot retention by age.
+    pub snapshot_max_age_seconds: i64,
+    /// Snapshot retention by count.
+    pub snapshot_max_count: i32,
+    /// Close the session after this long without an agent command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_seconds: Option<i64>,
+    /// Close the session this long after the browser started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_lifetime_seconds: Option<i64>,
+    /// A `state-save` file to `state-load` once the browser is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_state_file: Option<String>,
+}
+
+/// What the runtime writes to its termination message when it exits with a
+/// failure, so the operator can put reason and remedy in the status without
+/// the Pod holding API credentials.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminationReport {
+    /// CamelCase reason, e.g. `NoUsableSandbox`, `SocketBudgetExceeded`.
+    pub reason: String,
+    /// Human message including the remedy.
+    pub message: String,
+}
+
+impl TerminationReport {
+    /// Parses a termination message: the JSON report, or any other text
+    /// (for example the log tail the kubelet falls back to) as-is.
+    pub fn parse(text: &str) -> Self {
+        serde_json::from_str(text.trim())
+            .unwrap_or_else(|_| Self { reason: "BrowserContainerFailed".to_owned(), message: text.trim().to_owned() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_round_trips_and_falls_back_to_text() {
+        let r = TerminationReport {
+            reason: "NoUsableSandbox".into(),
+            message: "No usable sandbox! Install the seccomp profile".into(),
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(TerminationReport::parse(&text), r);
+        let raw = TerminationReport::parse("  panic: boom\n");
+        assert_eq!(raw.reason, "BrowserContainerFailed");
+        assert_eq!(raw.message, "panic: boom");
+    }
+}

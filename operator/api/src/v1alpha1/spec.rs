@@ -1,0 +1,380 @@
+//! `BrowserSession.spec`: what a platform team asks for.
+//!
+//! Fields that define the running browser are immutable (a change would need
+//! a new browser, and Playpen never restarts a browser behind an agent's
+//! back). Only the runtime policy fields — snapshot retention, idle timeout
+//! and maximum lifetime — may change; they reach the runtime through its
+//! ConfigMap without a restart. The CEL rules sit next to the fields they guard.
+
+use k8s_openapi::api::core::v1::{Affinity, EnvVar, LocalObjectReference, ResourceRequirements, Toleration};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use super::status::BrowserSessionStatus;
+
+/// Default pinned viewer port (the port `playwright-cli show` users know).
+pub const DEFAULT_VIEWER_PORT: i32 = 9323;
+/// Default size of the in-memory `/dev/shm`.
+pub const DEFAULT_SHM_SIZE: &str = "1Gi";
+/// Default size limit of the snapshot emptyDir.
+pub const DEFAULT_SNAPSHOT_SIZE_LIMIT: &str = "1Gi";
+/// Default snapshot retention by age (seconds).
+pub const DEFAULT_SNAPSHOT_MAX_AGE_SECONDS: i64 = 3600;
+/// Default snapshot retention by count.
+pub const DEFAULT_SNAPSHOT_MAX_COUNT: i32 = 500;
+
+/// A sandboxed Chromium browser session driven through `playwright-cli`.
+///
+/// The operator turns it into a Pod whose PID 1 is the Playpen session
+/// runtime, a launch-config Secret, a runtime ConfigMap, a snapshot volume, a
+/// loopback-only viewer reachable through `kubectl port-forward` to the
+/// `<name>-view` Service, and a NetworkPolicy that denies in-cluster ingress.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "playpen.dev",
+    version = "v1alpha1",
+    kind = "BrowserSession",
+    plural = "browsersessions",
+    singular = "browsersession",
+    shortname = "bs",
+    category = "playpen",
+    namespaced,
+    status = "BrowserSessionStatus",
+    doc = "A sandboxed Chromium browser session driven through playwright-cli, with a pinned-port viewer reachable through kubectl port-forward.",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
+    printcolumn(name = "Session", type_ = "string", json_path = ".status.sessionName", priority = 1),
+    printcolumn(name = "Viewer-Port", type_ = "integer", json_path = ".status.viewer.port"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    validation = Rule::new("self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 58")
+        .message("metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter) of at most 58 characters, because the viewer Service is named <name>-view (at most 63)"),
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("self.image == oldSelf.image").message("spec.image is immutable: a running browser cannot change its image; delete and re-create the BrowserSession"),
+    validation = Rule::new("has(self.sessionName) == has(oldSelf.sessionName) && (!has(self.sessionName) || self.sessionName == oldSelf.sessionName)").message("spec.sessionName is immutable: agents and sockets are bound to it; delete and re-create the BrowserSession"),
+    validation = Rule::new("self.sandbox == oldSelf.sandbox").message("spec.sandbox is immutable: the browser was launched under it; delete and re-create the BrowserSession"),
+    validation = Rule::new("self.launchConfig == oldSelf.launchConfig").message("spec.launchConfig is immutable: the browser was launched with it; delete and re-create the BrowserSession"),
+    validation = Rule::new("self.viewer == oldSelf.viewer").message("spec.viewer is immutable: the runtime holds the pinned port for the browser's lifetime; delete and re-create the BrowserSession"),
+    validation = Rule::new("self.snapshots.volume == oldSelf.snapshots.volume").message("spec.snapshots.volume is immutable: moving it would lose snapshots the agent holds paths to; delete and re-create the BrowserSession"),
+    validation = Rule::new("has(self.authState) == has(oldSelf.authState) && (!has(self.authState) || self.authState == oldSelf.authState)").message("spec.authState is immutable: it is loaded once when the browser starts; delete and re-create the BrowserSession"),
+    validation = Rule::new("has(self.profile) == has(oldSelf.profile) && (!has(self.profile) || self.profile == oldSelf.profile)").message("spec.profile is immutable: the browser holds the profile open; delete and re-create the BrowserSession"),
+    validation = Rule::new("has(self.pod) == has(oldSelf.pod) && (!has(self.pod) || self.pod == oldSelf.pod)").message("spec.pod is immutable: a running Pod cannot change resources, scheduling or images; delete and re-create the BrowserSession"),
+    validation = Rule::new("has(self.agent) == has(oldSelf.agent) && (!has(self.agent) || self.agent == oldSelf.agent)").message("spec.agent is immutable: the sidecar shares the running browser's Pod; delete and re-create the BrowserSession"),
+)]
+pub struct BrowserSessionSpec {
+    /// Browser image built by playpen-imagebuild (it contains Chromium, the
+    /// pinned Node.js and playwright-cli, and /usr/local/bin/playpen-session).
+    #[x_kube(validation = Rule::new("size(self) > 0").message("spec.image must name a browser image built by playpen-imagebuild"))]
+    pub image: String,
+
+    /// Image pull policy of the browser container (and of the agent sidecar).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<PullPolicy>,
+
+    /// Secrets used to pull the images.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+
+    /// playwright-cli session name (`PLAYWRIGHT_CLI_SESSION`). Generated from
+    /// metadata.name when omitted. Lowercase letters, digits, '-', '_' and
+    /// '.', at most 45 characters: the longest name whose socket path
+    /// `/var/lib/playpen/pw/<8hex>/s/cli/<16hex>-<name>.sock` stays under the
+    /// 103-byte AF_UNIX limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(
+        validation = Rule::new("self.matches('^[a-z0-9][a-z0-9_.-]*$')").message("spec.sessionName must start with a lowercase letter or digit and contain only lowercase letters, digits, '-', '_' and '.'"),
+        validation = Rule::new("size(self) <= 45").message("spec.sessionName must be at most 45 characters, so the socket path /var/lib/playpen/pw/<8hex>/s/cli/<16hex>-<name>.sock stays under the 103-byte AF_UNIX limit"),
+    )]
+    pub session_name: Option<String>,
+
+    /// Chromium sandbox mode. `Enforced` (default) keeps Chromium's sandbox
+    /// on and gives the Pod a seccomp profile that lets it work. `Disabled`
+    /// turns it off; this is recorded in an Event and a condition.
+    #[serde(default)]
+    pub sandbox: SandboxMode,
+
+    /// The playwright-cli launch config: generated from these fields, or the
+    /// user's own config Secret (`secretRef`), to which nothing is added.
+    #[serde(default)]
+    pub launch_config: LaunchConfig,
+
+    /// The human takeover viewer (`playwright-cli show`) on a pinned port.
+    #[serde(default)]
+    pub viewer: Viewer,
+
+    /// Where snapshots go and how long they are kept.
+    #[serde(default)]
+    pub snapshots: Snapshots,
+
+    /// Saved auth state (`state-load`) taken from a Secret when the browser starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_state: Option<AuthState>,
+
+    /// A persistent browser profile (user data directory) on a PersistentVolumeClaim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+
+    /// Close the session after this many seconds without an agent command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self > 0").message("spec.idleTimeoutSeconds must be positive; omit it to never close an idle session"))]
+    pub idle_timeout_seconds: Option<i64>,
+
+    /// Close the session this many seconds after the browser started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self > 0").message("spec.maxLifetimeSeconds must be positive; omit it for no limit"))]
+    pub max_lifetime_seconds: Option<i64>,
+
+    /// Pod-level settings: resources, scheduling, `/dev/shm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<PodSettings>,
+
+    /// An optional agent sidecar that shares the session's sockets, config
+    /// and environment, so plain `playwright-cli <verb>` in it drives this browser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentSidecar>,
+}
+
+/// Image pull policy.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum PullPolicy {
+    /// Always pull.
+    Always,
+    /// Pull when the image is not on the node.
+    IfNotPresent,
+    /// Never pull (images imported on the node).
+    Never,
+}
+
+impl PullPolicy {
+    /// The Kubernetes spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "Always",
+            Self::IfNotPresent => "IfNotPresent",
+            Self::Never => "Never",
+        }
+    }
+}
+
+/// Chromium sandbox mode.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum SandboxMode {
+    /// Chromium's sandbox is on (`chromiumSandbox: true`), the Pod runs
+    /// non-root with a seccomp profile that allows user namespaces.
+    #[default]
+    Enforced,
+    /// Chromium's sandbox is off. Explicit, and recorded as an Event and a condition.
+    Disabled,
+}
+
+/// The playwright-cli launch config.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.secretRef) || (!has(self.headless) && !has(self.executablePath) && !has(self.args))").message("spec.launchConfig.secretRef is exclusive with headless, executablePath and args: with your own config Secret the operator adds nothing, so set those in the Secret instead"))]
+pub struct LaunchConfig {
+    /// Use this Secret's key as the launch config, unmodified. It must hold
+    /// the nested form `{"browser":{"browserName":"chromium",...}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<SecretKeyRef>,
+    /// Run headless (default true). `false` runs headed on the runtime's display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headless: Option<bool>,
+    /// Chromium executable, for a distribution or archive Chromium
+    /// (for example /usr/bin/chromium). Omit for Playwright's own build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable_path: Option<String>,
+    /// Extra Chromium command-line arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+}
+
+/// A key in a Secret in the BrowserSession's namespace.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretKeyRef {
+    /// Secret name.
+    #[x_kube(validation = Rule::new("size(self) > 0").message("secretRef.name must name a Secret in the BrowserSession's namespace"))]
+    pub name: String,
+    /// Key inside the Secret (default `config.json` for launch configs, `state.json` for auth state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// The human takeover viewer.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Viewer {
+    /// Run the viewer relay and create the `<name>-view` Service (default true).
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// The pinned port, on 127.0.0.1 in the Pod and on the Service (default 9323).
+    #[serde(default = "default_viewer_port")]
+    #[x_kube(validation = Rule::new("self >= 1024 && self <= 65535").message("spec.viewer.port must be between 1024 and 65535 (unprivileged, since the runtime runs as non-root)"))]
+    pub port: i32,
+}
+
+impl Default for Viewer {
+    fn default() -> Self {
+        Self { enabled: true, port: DEFAULT_VIEWER_PORT }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_viewer_port() -> i32 {
+    DEFAULT_VIEWER_PORT
+}
+
+/// Snapshot storage and retention.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshots {
+    /// The volume mounted at /var/lib/playpen/snapshots (the CLI's output directory).
+    #[serde(default)]
+    pub volume: SnapshotVolume,
+    /// Retention, enforced by the session runtime. Never deletes the file
+    /// the session printed last.
+    #[serde(default)]
+    pub retention: Retention,
+}
+
+/// Snapshot volume: exactly one of `emptyDir` or `persistentVolumeClaim`
+/// (an emptyDir with a 1Gi limit when both are omitted).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!(has(self.emptyDir) && has(self.persistentVolumeClaim))").message("spec.snapshots.volume: set either emptyDir or persistentVolumeClaim, not both"))]
+pub struct SnapshotVolume {
+    /// A per-Pod emptyDir with a size limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_dir: Option<SnapshotEmptyDir>,
+    /// A PersistentVolumeClaim: an existing claim, or one the operator creates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_volume_claim: Option<SnapshotClaim>,
+}
+
+/// An emptyDir for snapshots.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotEmptyDir {
+    /// Size limit (default 1Gi); the kubelet evicts the Pod above it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_limit: Option<Quantity>,
+}
+
+/// A PersistentVolumeClaim for snapshots.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.claimName) != has(self.size)").message("spec.snapshots.volume.persistentVolumeClaim: set claimName to use an existing claim, or size (and optionally storageClassName) to have the operator create one"))]
+pub struct SnapshotClaim {
+    /// Use this existing claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_name: Option<String>,
+    /// Create `<name>-snapshots` with this size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Quantity>,
+    /// Storage class of the created claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
+}
+
+/// Snapshot retention by age and count.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Retention {
+    /// Delete snapshots older than this (seconds, default 3600).
+    #[serde(default = "default_max_age")]
+    #[x_kube(validation = Rule::new("self > 0").message("spec.snapshots.retention.maxAgeSeconds must be positive"))]
+    pub max_age_seconds: i64,
+    /// Keep at most this many snapshots (default 500).
+    #[serde(default = "default_max_count")]
+    #[x_kube(validation = Rule::new("self > 0").message("spec.snapshots.retention.maxCount must be positive"))]
+    pub max_count: i32,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self { max_age_seconds: DEFAULT_SNAPSHOT_MAX_AGE_SECONDS, max_count: DEFAULT_SNAPSHOT_MAX_COUNT }
+    }
+}
+
+fn default_max_age() -> i64 {
+    DEFAULT_SNAPSHOT_MAX_AGE_SECONDS
+}
+
+fn default_max_count() -> i32 {
+    DEFAULT_SNAPSHOT_MAX_COUNT
+}
+
+/// Saved auth state loaded with `state-load` when the browser starts.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthState {
+    /// The Secret key holding a `state-save` JSON file (key default `state.json`).
+    pub secret_ref: SecretKeyRef,
+}
+
+/// A persistent browser profile.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Profile {
+    /// An existing PersistentVolumeClaim holding the user data directory.
+    #[x_kube(validation = Rule::new("size(self) > 0").message("spec.profile.claimName must name a PersistentVolumeClaim"))]
+    pub claim_name: String,
+}
+
+/// Pod-level settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSettings {
+    /// Resources of the browser container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Node selector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Tolerations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    /// Affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// Size of the in-memory `/dev/shm` (default 1Gi; Chromium needs more
+    /// than the runtime's 64Mi default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shm_size: Option<Quantity>,
+    /// Priority class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+    /// Run under this ServiceAccount and mount its token. By default no
+    /// token is mounted: the browser Pod needs no API access.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
+}
+
+/// An agent sidecar sharing the session.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSidecar {
+    /// Agent image. It needs `playwright-cli` on PATH to drive the browser
+    /// (the browser image itself works).
+    #[x_kube(validation = Rule::new("size(self) > 0").message("spec.agent.image must name the agent's image"))]
+    pub image: String,
+    /// Command (entrypoint override).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Extra environment. The session's variables are always set and win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Vec<EnvVar>>,
+    /// Resources of the agent container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+}

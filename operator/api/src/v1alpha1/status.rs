@@ -1,0 +1,98 @@
+//! `BrowserSession.status`: what happened and how to connect.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Observed state of a BrowserSession.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowserSessionStatus {
+    /// Coarse lifecycle phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// The generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Conditions: Ready, ConfigResolved, PodScheduled, BrowserReady,
+    /// ViewerReady, SandboxEnforced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The playwright-cli session name (`PLAYWRIGHT_CLI_SESSION`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    /// The 8-hex socket namespace: sockets live under /var/lib/playpen/pw/<ns>/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_namespace: Option<String>,
+    /// The browser Pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+    /// How a human reaches the viewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewer: Option<ViewerStatus>,
+    /// An example command that drives the session from outside the Pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_hint: Option<String>,
+    /// How many times the browser container restarted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restarts: Option<i32>,
+}
+
+/// Coarse lifecycle phase.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Phase {
+    /// Children are being created or the Pod is not scheduled yet.
+    Pending,
+    /// The Pod runs; the browser or viewer is not ready yet.
+    Starting,
+    /// Browser (and viewer, when enabled) ready.
+    Ready,
+    /// Was ready, is not now (restarting, failing probes).
+    Degraded,
+    /// Cannot start: a referenced object is missing, or the browser fails.
+    Failed,
+    /// The session finished (idle timeout, maximum lifetime, or the Pod ended).
+    Completed,
+}
+
+impl Phase {
+    /// The serialized spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Starting => "Starting",
+            Self::Ready => "Ready",
+            Self::Degraded => "Degraded",
+            Self::Failed => "Failed",
+            Self::Completed => "Completed",
+        }
+    }
+}
+
+/// Where and how to reach the viewer.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewerStatus {
+    /// The viewer Service name (`<name>-view`).
+    pub service: String,
+    /// The pinned port.
+    pub port: i32,
+    /// The exact command a viewer runs to tunnel in, then open http://127.0.0.1:<port>/.
+    pub command: String,
+}
+
+/// Condition types the operator maintains.
+pub mod condition {
+    /// Everything needed for the session to be used is true.
+    pub const READY: &str = "Ready";
+    /// Referenced Secrets and claims exist and the spec is usable.
+    pub const CONFIG_RESOLVED: &str = "ConfigResolved";
+    /// The Pod was scheduled to a node.
+    pub const POD_SCHEDULED: &str = "PodScheduled";
+    /// The runtime reports the browser daemon up.
+    pub const BROWSER_READY: &str = "BrowserReady";
+    /// The viewer relay answers on the pinned port.
+    pub const VIEWER_READY: &str = "ViewerReady";
+    /// Chromium's sandbox is on.
+    pub const SANDBOX_ENFORCED: &str = "SandboxEnforced";
+}

@@ -1,0 +1,76 @@
+//! Apply phase: server-side apply of every child with one field manager.
+
+use std::fmt::Debug;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, Resource, ResourceExt};
+use playpen_api::naming::MANAGER;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::build::Children;
+use crate::error::{Error, Result};
+
+fn kind_of<K: Resource<DynamicType = ()>>() -> &'static str {
+    // Static kinds: k8s-openapi resources know theirs at compile time.
+    match K::kind(&()).as_ref() {
+        "Pod" => "Pod",
+        "Secret" => "Secret",
+        "ConfigMap" => "ConfigMap",
+        "Service" => "Service",
+        "NetworkPolicy" => "NetworkPolicy",
+        "PersistentVolumeClaim" => "PersistentVolumeClaim",
+        _ => "object",
+    }
+}
+
+/// Server-side applies `obj` (force: this manager owns these fields).
+pub async fn apply<K>(client: &Client, namespace: &str, obj: &K) -> Result<K>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+{
+    let name = obj.name_any();
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(obj)).await.map_err(|source| Error::Kube {
+        action: "apply",
+        kind: kind_of::<K>(),
+        namespace: namespace.to_owned(),
+        name,
+        source: Box::new(source),
+    })
+}
+
+/// Applies every child. The Pod is only created when `create_pod` (every
+/// reference resolved); otherwise an existing Pod is read and left alone.
+/// Returns the Pod as the API server holds it, with its status.
+pub async fn apply_children(
+    client: &Client,
+    namespace: &str,
+    children: &Children,
+    create_pod: bool,
+) -> Result<Option<Pod>> {
+    if let Some(secret) = &children.launch_secret {
+        apply(client, namespace, secret).await?;
+    }
+    apply(client, namespace, &children.runtime_config).await?;
+    if let Some(claim) = &children.snapshot_claim {
+        apply(client, namespace, claim).await?;
+    }
+    apply(client, namespace, &children.network_policy).await?;
+    if let Some(service) = &children.viewer_service {
+        apply(client, namespace, service).await?;
+    }
+    if create_pod {
+        return apply(client, namespace, &children.pod).await.map(Some);
+    }
+    let name = children.pod.name_any();
+    Api::<Pod>::namespaced(client.clone(), namespace).get_opt(&name).await.map_err(|source| Error::Kube {
+        action: "get",
+        kind: "Pod",
+        namespace: namespace.to_owned(),
+        name,
+        source: Box::new(source),
+    })
+}

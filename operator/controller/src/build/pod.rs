@@ -1,0 +1,295 @@
+//! The browser Pod: `playpen-session` as PID 1 of the browser container,
+//! the session's environment, its volumes, and a restricted security context.
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction, KeyToPath,
+    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe, SeccompProfile, SecretVolumeSource,
+    SecurityContext, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use playpen_api::layout::{
+    daemon_session_dir, env, sockets_dir, AUTH_STATE_DIR, AUTH_STATE_FILE, DATA_HOME, LAUNCH_CONFIG_DIR, PROFILE_DIR,
+    RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, SESSION_RUNTIME_BIN, SNAPSHOT_DIR, TERMINATION_MESSAGE_PATH,
+};
+use playpen_api::v1alpha1::{SandboxMode, DEFAULT_SHM_SIZE, DEFAULT_SNAPSHOT_SIZE_LIMIT};
+use playpen_api::BrowserSession;
+
+use super::labels::{child_meta, COMPONENT_BROWSER};
+use super::network::VIEWER_PORT_NAME;
+use super::runtime::launch_config_path;
+use super::Identity;
+use super::Settings;
+
+/// Localhost seccomp profile (relative to the kubelet's seccomp root) that
+/// allows the namespace syscalls Chromium's sandbox needs. The chart's
+/// optional DaemonSet installs it.
+pub const DEFAULT_SECCOMP_PROFILE: &str = "playpen/chromium.json";
+/// Name of the browser container.
+pub const BROWSER_CONTAINER: &str = "browser";
+/// Name of the agent sidecar container.
+pub const AGENT_CONTAINER: &str = "agent";
+
+/// Which seccomp profile an Enforced-sandbox Pod gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeccompChoice {
+    /// `Localhost` with this profile path (the recommended choice).
+    Localhost(String),
+    /// `Unconfined`: for nodes without the profile; weaker.
+    Unconfined,
+    /// `RuntimeDefault`: only where the runtime's default allows user namespaces.
+    RuntimeDefault,
+}
+
+impl SeccompChoice {
+    /// Parses `localhost/<path>`, `unconfined` or `runtime-default`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "unconfined" => Ok(Self::Unconfined),
+            "runtime-default" => Ok(Self::RuntimeDefault),
+            other => match other.strip_prefix("localhost/") {
+                Some(path) if !path.is_empty() => Ok(Self::Localhost(path.to_owned())),
+                _ => Err(format!(
+                    "unknown seccomp choice {other:?}: use localhost/<path>, unconfined or runtime-default"
+                )),
+            },
+        }
+    }
+
+    fn profile(&self) -> SeccompProfile {
+        match self {
+            Self::Localhost(path) => {
+                SeccompProfile { type_: "Localhost".into(), localhost_profile: Some(path.clone()) }
+            }
+            Self::Unconfined => SeccompProfile { type_: "Unconfined".into(), localhost_profile: None },
+            Self::RuntimeDefault => runtime_default(),
+        }
+    }
+}
+
+fn runtime_default() -> SeccompProfile {
+    SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }
+}
+
+fn env_var(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar { name: name.into(), value: Some(value.into()), ..EnvVar::default() }
+}
+
+/// The environment that makes a plain `playwright-cli <verb>` reach this
+/// session, shared by the browser container and the agent sidecar.
+pub fn session_env(bs: &BrowserSession, id: &Identity) -> Vec<EnvVar> {
+    vec![
+        env_var(env::CLI_SESSION, &id.session_name),
+        env_var(env::SOCKETS_DIR, sockets_dir(DATA_HOME, &id.socket_namespace)),
+        env_var(env::DAEMON_SESSION_DIR, daemon_session_dir(DATA_HOME, &id.socket_namespace)),
+        env_var(env::MCP_CONFIG, launch_config_path(bs)),
+        env_var(env::MCP_OUTPUT_DIR, SNAPSHOT_DIR),
+        env_var(env::RUNTIME_CONFIG, format!("{RUNTIME_CONFIG_DIR}/{RUNTIME_CONFIG_KEY}")),
+        env_var("HOME", format!("{DATA_HOME}/home")),
+        env_var("TMPDIR", "/tmp"),
+    ]
+}
+
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        read_only: read_only.then_some(true),
+        ..VolumeMount::default()
+    }
+}
+
+fn empty_dir(name: &str, medium: Option<&str>, size: Option<Quantity>) -> Volume {
+    Volume {
+        name: name.into(),
+        empty_dir: Some(EmptyDirVolumeSource { medium: medium.map(Into::into), size_limit: size }),
+        ..Volume::default()
+    }
+}
+
+fn claim(name: &str, claim_name: &str) -> Volume {
+    Volume {
+        name: name.into(),
+        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+            claim_name: claim_name.into(),
+            read_only: None,
+        }),
+        ..Volume::default()
+    }
+}
+
+fn secret_volume(name: &str, secret: &str, items: Option<Vec<KeyToPath>>, mode: i32) -> Volume {
+    Volume {
+        name: name.into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret.into()),
+            items,
+            default_mode: Some(mode),
+            optional: Some(false),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// Volumes and the browser container's mounts. The agent gets the same
+/// mounts minus the auth state and profile (the browser owns those).
+fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>, Vec<VolumeMount>) {
+    let spec = &bs.spec;
+    let shm = spec.pod.as_ref().and_then(|p| p.shm_size.clone()).unwrap_or_else(|| Quantity(DEFAULT_SHM_SIZE.into()));
+    let launch_secret =
+        spec.launch_config.secret_ref.as_ref().map_or(id.names.launch_secret.as_str(), |r| r.name.as_str());
+    let mut vols = vec![
+        empty_dir("data-home", None, None),
+        empty_dir("tmp", None, None),
+        empty_dir("dshm", Some("Memory"), Some(shm)),
+        // 0440: the runtime reads it through its group; nothing else needs to.
+        secret_volume("launch-config", launch_secret, None, 0o440),
+        Volume {
+            name: "runtime-config".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: id.names.runtime_config.clone(),
+                default_mode: Some(0o444),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    ];
+    let snapshots = &spec.snapshots.volume;
+    vols.push(match &snapshots.persistent_volume_claim {
+        Some(c) => claim("snapshots", c.claim_name.as_deref().unwrap_or(&id.names.snapshot_claim)),
+        None => empty_dir(
+            "snapshots",
+            None,
+            Some(
+                snapshots
+                    .empty_dir
+                    .as_ref()
+                    .and_then(|e| e.size_limit.clone())
+                    .unwrap_or_else(|| Quantity(DEFAULT_SNAPSHOT_SIZE_LIMIT.into())),
+            ),
+        ),
+    });
+    let shared = vec![
+        mount("data-home", DATA_HOME, false),
+        mount("tmp", "/tmp", false),
+        mount("launch-config", LAUNCH_CONFIG_DIR, true),
+        mount("runtime-config", RUNTIME_CONFIG_DIR, true),
+        mount("snapshots", SNAPSHOT_DIR, false),
+    ];
+    let mut browser = shared.clone();
+    browser.push(mount("dshm", "/dev/shm", false));
+    if let Some(auth) = &spec.auth_state {
+        let key = auth.secret_ref.key.clone().unwrap_or_else(|| AUTH_STATE_FILE.to_owned());
+        // Group-readable through fsGroup only; the runtime copies it into its
+        // 0700 namespace (0600) before `state-load`.
+        let items = vec![KeyToPath { key, path: AUTH_STATE_FILE.into(), mode: Some(0o440) }];
+        vols.push(secret_volume("auth-state", &auth.secret_ref.name, Some(items), 0o440));
+        browser.push(mount("auth-state", AUTH_STATE_DIR, true));
+    }
+    if let Some(profile) = &spec.profile {
+        vols.push(claim("profile", &profile.claim_name));
+        browser.push(mount("profile", PROFILE_DIR, false));
+    }
+    (vols, browser, shared)
+}
+
+fn container_security() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        privileged: Some(false),
+        capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), add: None }),
+        ..SecurityContext::default()
+    }
+}
+
+/// The browser Pod of `bs`.
+pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
+    let spec = &bs.spec;
+    let pod_settings = spec.pod.clone().unwrap_or_default();
+    let (volumes, browser_mounts, agent_mounts) = volumes(bs, id);
+    let env = session_env(bs, id);
+    let pull_policy = spec.image_pull_policy.map(|p| p.as_str().to_owned());
+    let seccomp = match spec.sandbox {
+        SandboxMode::Enforced => settings.enforced_seccomp.profile(),
+        SandboxMode::Disabled => runtime_default(),
+    };
+    let browser = Container {
+        name: BROWSER_CONTAINER.into(),
+        image: Some(spec.image.clone()),
+        image_pull_policy: pull_policy.clone(),
+        command: Some(vec![SESSION_RUNTIME_BIN.into()]),
+        args: Some(vec!["run".into()]),
+        env: Some(env.clone()),
+        ports: spec.viewer.enabled.then(|| {
+            vec![ContainerPort {
+                name: Some(VIEWER_PORT_NAME.into()),
+                container_port: spec.viewer.port,
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            }]
+        }),
+        readiness_probe: Some(Probe {
+            exec: Some(ExecAction { command: Some(vec![SESSION_RUNTIME_BIN.into(), "probe".into()]) }),
+            period_seconds: Some(2),
+            timeout_seconds: Some(2),
+            failure_threshold: Some(2),
+            ..Probe::default()
+        }),
+        resources: pod_settings.resources.clone(),
+        security_context: Some(container_security()),
+        termination_message_path: Some(TERMINATION_MESSAGE_PATH.into()),
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
+        volume_mounts: Some(browser_mounts),
+        ..Container::default()
+    };
+    let mut containers = vec![browser];
+    if let Some(agent) = &spec.agent {
+        // The session's variables win over the agent's own.
+        let mut agent_env: Vec<EnvVar> =
+            agent.env.iter().flatten().filter(|e| !env.iter().any(|s| s.name == e.name)).cloned().collect();
+        agent_env.extend(env.iter().cloned());
+        containers.push(Container {
+            name: AGENT_CONTAINER.into(),
+            image: Some(agent.image.clone()),
+            image_pull_policy: pull_policy,
+            command: agent.command.clone(),
+            args: agent.args.clone(),
+            env: Some(agent_env),
+            resources: agent.resources.clone(),
+            security_context: Some(container_security()),
+            volume_mounts: Some(agent_mounts),
+            ..Container::default()
+        });
+    }
+    let service_account = pod_settings.service_account_name.clone();
+    Pod {
+        metadata: child_meta(id, &id.names.pod, COMPONENT_BROWSER),
+        spec: Some(PodSpec {
+            containers,
+            volumes: Some(volumes),
+            // A finished session (idle timeout, lifetime) exits 0 and stays
+            // finished; a crashed runtime is restarted by the kubelet.
+            restart_policy: Some("OnFailure".into()),
+            automount_service_account_token: Some(service_account.is_some()),
+            service_account_name: service_account,
+            enable_service_links: Some(false),
+            termination_grace_period_seconds: Some(30),
+            image_pull_secrets: (!spec.image_pull_secrets.is_empty()).then(|| spec.image_pull_secrets.clone()),
+            node_selector: pod_settings.node_selector,
+            tolerations: pod_settings.tolerations,
+            affinity: pod_settings.affinity,
+            priority_class_name: pod_settings.priority_class_name,
+            security_context: Some(PodSecurityContext {
+                run_as_non_root: Some(true),
+                run_as_user: Some(settings.run_as_user),
+                run_as_group: Some(settings.run_as_user),
+                fs_group: Some(settings.run_as_user),
+                seccomp_profile: Some(seccomp),
+                ..PodSecurityContext::default()
+            }),
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    }
+}

@@ -1,0 +1,56 @@
+//! The runtime ConfigMap: `runtime.json` for `playpen-session`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use playpen_api::layout::{
+    daemon_session_dir, sockets_dir, AUTH_STATE_DIR, AUTH_STATE_FILE, DATA_HOME, LAUNCH_CONFIG_DIR, LAUNCH_CONFIG_KEY,
+    RUNTIME_CONFIG_KEY, SNAPSHOT_DIR,
+};
+use playpen_api::runtime_config::RuntimeConfig;
+use playpen_api::BrowserSession;
+
+use super::{labels::child_meta, Identity};
+use crate::error::{Error, Result};
+
+/// Path of the launch config inside the container, for generated and user Secrets alike.
+pub fn launch_config_path(bs: &BrowserSession) -> String {
+    let key = bs
+        .spec
+        .launch_config
+        .secret_ref
+        .as_ref()
+        .and_then(|r| r.key.clone())
+        .unwrap_or_else(|| LAUNCH_CONFIG_KEY.to_owned());
+    format!("{LAUNCH_CONFIG_DIR}/{key}")
+}
+
+/// The runtime configuration of `bs`.
+pub fn runtime_config(bs: &BrowserSession, id: &Identity) -> RuntimeConfig {
+    let spec = &bs.spec;
+    RuntimeConfig {
+        session_name: id.session_name.clone(),
+        sockets_dir: sockets_dir(DATA_HOME, &id.socket_namespace),
+        daemon_session_dir: daemon_session_dir(DATA_HOME, &id.socket_namespace),
+        launch_config: launch_config_path(bs),
+        output_dir: SNAPSHOT_DIR.to_owned(),
+        sandbox: spec.sandbox,
+        viewer_port: spec.viewer.enabled.then(|| u16::try_from(spec.viewer.port).ok()).flatten(),
+        snapshot_max_age_seconds: spec.snapshots.retention.max_age_seconds,
+        snapshot_max_count: spec.snapshots.retention.max_count,
+        idle_timeout_seconds: spec.idle_timeout_seconds,
+        max_lifetime_seconds: spec.max_lifetime_seconds,
+        auth_state_file: spec.auth_state.as_ref().map(|_| format!("{AUTH_STATE_DIR}/{AUTH_STATE_FILE}")),
+    }
+}
+
+/// The runtime ConfigMap of `bs`.
+pub fn runtime_config_map(bs: &BrowserSession, id: &Identity) -> Result<ConfigMap> {
+    let json = serde_json::to_string_pretty(&runtime_config(bs, id))
+        .map_err(|source| Error::Serialize { what: "runtime config", source })?;
+    Ok(ConfigMap {
+        metadata: child_meta(id, &id.names.runtime_config, "runtime-config"),
+        data: Some(BTreeMap::from([(RUNTIME_CONFIG_KEY.to_owned(), json)])),
+        ..ConfigMap::default()
+    })
+}

@@ -1,0 +1,340 @@
+//! Exhaustive tests of the pure builders.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use playpen_api::v1alpha1::*;
+use playpen_api::BrowserSession;
+use serde_json::json;
+
+use super::*;
+
+const UID: &str = "6f1c2a7e-0000-4000-8000-00000000abcd";
+
+fn session(spec: serde_json::Value) -> BrowserSession {
+    let spec: BrowserSessionSpec = serde_json::from_value(spec).expect("spec");
+    BrowserSession {
+        metadata: ObjectMeta {
+            name: Some("demo".into()),
+            namespace: Some("team-a".into()),
+            uid: Some(UID.into()),
+            ..ObjectMeta::default()
+        },
+        spec,
+        status: None,
+    }
+}
+
+fn minimal() -> BrowserSession {
+    session(json!({ "image": "playpen/browser:1" }))
+}
+
+fn build(bs: &BrowserSession) -> Children {
+    let id = Identity::of(bs).expect("identity");
+    children(bs, &id, &Settings::default()).expect("children")
+}
+
+fn browser(pod: &Pod) -> &Container {
+    &pod.spec.as_ref().expect("spec").containers[0]
+}
+
+fn env_of(c: &Container) -> BTreeMap<String, String> {
+    c.env.iter().flatten().filter_map(|e| Some((e.name.clone(), e.value.clone()?))).collect()
+}
+
+#[test]
+fn identity_is_derived_from_name_and_uid() {
+    let bs = minimal();
+    let id = Identity::of(&bs).expect("identity");
+    assert_eq!(id.session_name, "demo");
+    assert_eq!(id.socket_namespace, playpen_api::naming::socket_namespace(UID));
+    assert_eq!(id.owner.uid, UID);
+    assert_eq!(id.owner.controller, Some(true));
+    assert_eq!(id.owner.kind, "BrowserSession");
+    assert_eq!(id.owner.api_version, "playpen.dev/v1alpha1");
+}
+
+#[test]
+fn identity_refuses_objects_without_uid() {
+    let mut bs = minimal();
+    bs.metadata.uid = None;
+    assert!(matches!(Identity::of(&bs), Err(crate::error::Error::MissingMetadata("uid"))));
+}
+
+#[test]
+fn every_child_is_owned_labelled_and_namespaced() {
+    let c = build(&minimal());
+    let metas = [
+        &c.launch_secret.as_ref().expect("secret").metadata,
+        &c.runtime_config.metadata,
+        &c.pod.metadata,
+        &c.viewer_service.as_ref().expect("service").metadata,
+        &c.network_policy.metadata,
+    ];
+    for m in metas {
+        assert_eq!(m.namespace.as_deref(), Some("team-a"));
+        let owners = m.owner_references.as_ref().expect("owner");
+        assert_eq!(owners.len(), 1);
+        assert_eq!(owners[0].uid, UID);
+        let labels = m.labels.as_ref().expect("labels");
+        assert_eq!(labels["app.kubernetes.io/instance"], "demo");
+        assert_eq!(labels["app.kubernetes.io/managed-by"], "playpen-operator");
+        assert_eq!(labels["playpen.dev/session"], "demo");
+    }
+    assert_eq!(c.pod.metadata.name.as_deref(), Some("demo-browser"));
+    assert_eq!(c.viewer_service.expect("svc").metadata.name.as_deref(), Some("demo-view"));
+}
+
+#[test]
+fn pod_env_reaches_the_session_from_any_shell() {
+    let bs = minimal();
+    let c = build(&bs);
+    let env = env_of(browser(&c.pod));
+    let ns = playpen_api::naming::socket_namespace(UID);
+    assert_eq!(env["PLAYWRIGHT_CLI_SESSION"], "demo");
+    assert_eq!(env["PWTEST_SOCKETS_DIR"], format!("/var/lib/playpen/pw/{ns}/s"));
+    assert_eq!(env["PWTEST_DAEMON_SESSION_DIR"], format!("/var/lib/playpen/pw/{ns}/d"));
+    assert_eq!(env["PLAYWRIGHT_MCP_CONFIG"], "/etc/playpen/launch/config.json");
+    assert_eq!(env["PLAYWRIGHT_MCP_OUTPUT_DIR"], "/var/lib/playpen/snapshots");
+    assert_eq!(env["PLAYPEN_RUNTIME_CONFIG"], "/etc/playpen/runtime/runtime.json");
+}
+
+#[test]
+fn pod_runs_the_runtime_as_pid1_restricted() {
+    let c = build(&minimal());
+    let spec = c.pod.spec.as_ref().expect("spec");
+    let b = browser(&c.pod);
+    assert_eq!(b.command.as_deref(), Some(&["/usr/local/bin/playpen-session".to_owned()][..]));
+    assert_eq!(b.args.as_deref(), Some(&["run".to_owned()][..]));
+    let sc = b.security_context.as_ref().expect("sc");
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.run_as_non_root, Some(true));
+    assert_eq!(sc.capabilities.as_ref().and_then(|c| c.drop.clone()), Some(vec!["ALL".into()]));
+    assert_eq!(spec.automount_service_account_token, Some(false));
+    assert_eq!(spec.enable_service_links, Some(false));
+    assert_eq!(spec.restart_policy.as_deref(), Some("OnFailure"));
+    let probe = b.readiness_probe.as_ref().and_then(|p| p.exec.as_ref()).expect("exec probe");
+    assert_eq!(probe.command.as_ref().expect("cmd")[1], "probe");
+    assert!(b.readiness_probe.as_ref().expect("probe").http_get.is_none());
+    assert_eq!(b.termination_message_policy.as_deref(), Some("FallbackToLogsOnError"));
+    let psc = spec.security_context.as_ref().expect("psc");
+    let seccomp = psc.seccomp_profile.as_ref().expect("seccomp");
+    assert_eq!(seccomp.type_, "Localhost");
+    assert_eq!(seccomp.localhost_profile.as_deref(), Some("playpen/chromium.json"));
+}
+
+#[test]
+fn disabled_sandbox_gets_runtime_default_seccomp_and_config_says_so() {
+    let bs = session(json!({ "image": "i", "sandbox": "Disabled" }));
+    let c = build(&bs);
+    let psc = c.pod.spec.as_ref().and_then(|s| s.security_context.clone()).expect("psc");
+    assert_eq!(psc.seccomp_profile.expect("seccomp").type_, "RuntimeDefault");
+    let cfg = launch_config_json(&bs.spec);
+    assert_eq!(cfg["browser"]["launchOptions"]["chromiumSandbox"], json!(false));
+}
+
+#[test]
+fn seccomp_choice_parses_and_rejects() {
+    assert_eq!(SeccompChoice::parse("localhost/x/y.json"), Ok(SeccompChoice::Localhost("x/y.json".into())));
+    assert_eq!(SeccompChoice::parse("unconfined"), Ok(SeccompChoice::Unconfined));
+    assert_eq!(SeccompChoice::parse("runtime-default"), Ok(SeccompChoice::RuntimeDefault));
+    for bad in ["localhost/", "Localhost", ""] {
+        let err = SeccompChoice::parse(bad).expect_err(bad);
+        assert!(err.contains("localhost/<path>"), "{err}");
+    }
+}
+
+#[test]
+fn launch_config_is_nested_and_sandboxed_by_default() {
+    let bs = minimal();
+    let cfg = launch_config_json(&bs.spec);
+    assert_eq!(
+        cfg,
+        json!({"browser": {"browserName": "chromium",
+            "launchOptions": {"chromiumSandbox": true, "headless": true}}})
+    );
+    assert!(cfg.get("browserName").is_none(), "flat browserName is ignored by the CLI");
+    let secret = build(&bs).launch_secret.expect("secret");
+    let text = &secret.string_data.expect("data")["config.json"];
+    assert_eq!(serde_json::from_str::<serde_json::Value>(text).expect("json"), cfg);
+}
+
+#[test]
+fn launch_config_carries_generated_options() {
+    let bs = session(json!({
+        "image": "i",
+        "launchConfig": {"headless": false, "executablePath": "/usr/bin/chromium", "args": ["--disable-quic"]},
+        "profile": {"claimName": "p"}
+    }));
+    let cfg = launch_config_json(&bs.spec);
+    let opts = &cfg["browser"]["launchOptions"];
+    assert_eq!(opts["headless"], json!(false));
+    assert_eq!(opts["executablePath"], json!("/usr/bin/chromium"));
+    assert_eq!(opts["args"], json!(["--disable-quic"]));
+    assert_eq!(cfg["browser"]["userDataDir"], json!("/var/lib/playpen/profile"));
+}
+
+#[test]
+fn user_secret_is_mounted_and_nothing_is_generated() {
+    let bs = session(json!({
+        "image": "i",
+        "launchConfig": {"secretRef": {"name": "mine", "key": "pw.json"}}
+    }));
+    let c = build(&bs);
+    assert!(c.launch_secret.is_none());
+    let vols = c.pod.spec.as_ref().and_then(|s| s.volumes.clone()).expect("vols");
+    let launch = vols.iter().find(|v| v.name == "launch-config").expect("launch vol");
+    assert_eq!(launch.secret.as_ref().and_then(|s| s.secret_name.as_deref()), Some("mine"));
+    assert_eq!(env_of(browser(&c.pod))["PLAYWRIGHT_MCP_CONFIG"], "/etc/playpen/launch/pw.json");
+}
+
+#[test]
+fn shm_and_snapshot_volumes_have_limits() {
+    let c = build(&minimal());
+    let vols = c.pod.spec.as_ref().and_then(|s| s.volumes.clone()).expect("vols");
+    let shm = vols.iter().find(|v| v.name == "dshm").and_then(|v| v.empty_dir.clone()).expect("shm");
+    assert_eq!(shm.medium.as_deref(), Some("Memory"));
+    assert_eq!(shm.size_limit.expect("size").0, "1Gi");
+    let snaps = vols.iter().find(|v| v.name == "snapshots").and_then(|v| v.empty_dir.clone());
+    assert_eq!(snaps.and_then(|e| e.size_limit).expect("limit").0, "1Gi");
+    let mounts = browser(&c.pod).volume_mounts.clone().expect("mounts");
+    let at = |p: &str| mounts.iter().find(|m| m.mount_path == p).map(|m| (m.name.clone(), m.read_only));
+    assert_eq!(at("/dev/shm"), Some(("dshm".into(), None)));
+    assert_eq!(at("/var/lib/playpen/snapshots"), Some(("snapshots".into(), None)));
+    assert_eq!(at("/etc/playpen/launch"), Some(("launch-config".into(), Some(true))));
+}
+
+#[test]
+fn snapshot_claims_existing_or_created() {
+    let existing = session(json!({"image": "i",
+        "snapshots": {"volume": {"persistentVolumeClaim": {"claimName": "keep"}}}}));
+    let c = build(&existing);
+    assert!(c.snapshot_claim.is_none());
+    let vols = c.pod.spec.and_then(|s| s.volumes).expect("vols");
+    let v = vols.iter().find(|v| v.name == "snapshots").expect("snap");
+    assert_eq!(v.persistent_volume_claim.as_ref().map(|p| p.claim_name.as_str()), Some("keep"));
+
+    let created = session(json!({"image": "i",
+        "snapshots": {"volume": {"persistentVolumeClaim": {"size": "5Gi", "storageClassName": "fast"}}}}));
+    let c = build(&created);
+    let pvc = c.snapshot_claim.expect("pvc");
+    assert_eq!(pvc.metadata.name.as_deref(), Some("demo-snapshots"));
+    let spec = pvc.spec.expect("spec");
+    assert_eq!(spec.storage_class_name.as_deref(), Some("fast"));
+    assert_eq!(spec.resources.and_then(|r| r.requests).expect("req")["storage"].0, "5Gi");
+    let vols = c.pod.spec.and_then(|s| s.volumes).expect("vols");
+    let v = vols.iter().find(|v| v.name == "snapshots").expect("snap");
+    assert_eq!(v.persistent_volume_claim.as_ref().map(|p| p.claim_name.as_str()), Some("demo-snapshots"));
+}
+
+#[test]
+fn viewer_service_pins_port_and_disabled_viewer_has_none() {
+    let bs = session(json!({"image": "i", "viewer": {"port": 9400}}));
+    let svc = build(&bs).viewer_service.expect("svc");
+    let spec = svc.spec.expect("spec");
+    assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+    let port = &spec.ports.expect("ports")[0];
+    assert_eq!(port.port, 9400);
+    assert_eq!(port.target_port, Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(9400)));
+    assert_eq!(spec.selector.expect("sel")["playpen.dev/session"], "demo");
+
+    let off = session(json!({"image": "i", "viewer": {"enabled": false}}));
+    let c = build(&off);
+    assert!(c.viewer_service.is_none());
+    assert!(browser(&c.pod).ports.is_none());
+    assert_eq!(runtime_config(&off, &Identity::of(&off).expect("id")).viewer_port, None);
+}
+
+#[test]
+fn network_policy_denies_all_ingress_to_the_pod() {
+    let np = build(&minimal()).network_policy;
+    let spec = np.spec.expect("spec");
+    assert_eq!(spec.policy_types, Some(vec!["Ingress".into()]));
+    assert_eq!(spec.ingress, Some(vec![]));
+    let sel = spec.pod_selector.and_then(|s| s.match_labels).expect("sel");
+    assert_eq!(sel, pod_selector("demo"));
+}
+
+#[test]
+fn runtime_config_carries_policy_and_paths() {
+    let bs = session(json!({"image": "i", "idleTimeoutSeconds": 600, "maxLifetimeSeconds": 7200,
+        "snapshots": {"retention": {"maxAgeSeconds": 60, "maxCount": 7}},
+        "authState": {"secretRef": {"name": "login"}}}));
+    let id = Identity::of(&bs).expect("id");
+    let rc = runtime_config(&bs, &id);
+    assert_eq!(rc.session_name, "demo");
+    assert_eq!(rc.viewer_port, Some(9323));
+    assert_eq!(rc.snapshot_max_age_seconds, 60);
+    assert_eq!(rc.snapshot_max_count, 7);
+    assert_eq!(rc.idle_timeout_seconds, Some(600));
+    assert_eq!(rc.max_lifetime_seconds, Some(7200));
+    assert_eq!(rc.auth_state_file.as_deref(), Some("/etc/playpen/auth/state.json"));
+    assert!(rc.sockets_dir.ends_with(&format!("{}/s", id.socket_namespace)));
+    let cm = build(&bs).runtime_config;
+    let text = &cm.data.expect("data")["runtime.json"];
+    let parsed: playpen_api::runtime_config::RuntimeConfig = serde_json::from_str(text).expect("parse");
+    assert_eq!(parsed, rc);
+}
+
+#[test]
+fn auth_state_is_mounted_read_only_for_the_browser_only() {
+    let bs = session(json!({"image": "i", "authState": {"secretRef": {"name": "login", "key": "s.json"}},
+        "agent": {"image": "agent:1"}}));
+    let c = build(&bs);
+    let spec = c.pod.spec.expect("spec");
+    let vol = spec.volumes.as_ref().expect("v").iter().find(|v| v.name == "auth-state").cloned().expect("auth");
+    let secret = vol.secret.expect("secret");
+    assert_eq!(secret.secret_name.as_deref(), Some("login"));
+    let item = &secret.items.expect("items")[0];
+    assert_eq!((item.key.as_str(), item.path.as_str(), item.mode), ("s.json", "state.json", Some(0o440)));
+    let agent = &spec.containers[1];
+    assert!(agent.volume_mounts.iter().flatten().all(|m| m.name != "auth-state"));
+}
+
+#[test]
+fn agent_sidecar_shares_sockets_and_env_with_session_env_winning() {
+    let bs = session(json!({"image": "i", "agent": {"image": "agent:1", "command": ["sleep", "infinity"],
+        "env": [{"name": "PLAYWRIGHT_CLI_SESSION", "value": "hijack"}, {"name": "TASK", "value": "x"}]}}));
+    let c = build(&bs);
+    let spec = c.pod.spec.expect("spec");
+    assert_eq!(spec.containers.len(), 2);
+    let agent = &spec.containers[1];
+    assert_eq!(agent.name, "agent");
+    let env = env_of(agent);
+    assert_eq!(env["PLAYWRIGHT_CLI_SESSION"], "demo");
+    assert_eq!(env["TASK"], "x");
+    assert_eq!(env["PWTEST_SOCKETS_DIR"], env_of(&spec.containers[0])["PWTEST_SOCKETS_DIR"]);
+    let mounts: Vec<_> = agent.volume_mounts.iter().flatten().map(|m| m.mount_path.as_str()).collect();
+    assert!(mounts.contains(&"/var/lib/playpen"));
+    assert_eq!(agent.security_context.as_ref().and_then(|s| s.allow_privilege_escalation), Some(false));
+}
+
+#[test]
+fn scheduling_and_resources_are_passed_through() {
+    let bs = session(json!({"image": "i", "imagePullPolicy": "Never",
+        "imagePullSecrets": [{"name": "reg"}],
+        "pod": {"nodeSelector": {"pool": "browsers"}, "shmSize": "2Gi",
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+            "resources": {"limits": {"memory": "2Gi"}}, "serviceAccountName": "agent-sa"}}));
+    let c = build(&bs);
+    let spec = c.pod.spec.clone().expect("spec");
+    assert_eq!(spec.node_selector.expect("ns")["pool"], "browsers");
+    assert_eq!(spec.tolerations.expect("t")[0].key.as_deref(), Some("k"));
+    assert_eq!(spec.image_pull_secrets.expect("ps")[0].name, "reg");
+    assert_eq!(spec.service_account_name.as_deref(), Some("agent-sa"));
+    assert_eq!(spec.automount_service_account_token, Some(true));
+    let b = browser(&c.pod);
+    assert_eq!(b.image_pull_policy.as_deref(), Some("Never"));
+    assert_eq!(b.resources.as_ref().and_then(|r| r.limits.clone()).expect("l")["memory"].0, "2Gi");
+    let shm = spec.volumes.expect("v").into_iter().find(|v| v.name == "dshm").and_then(|v| v.empty_dir);
+    assert_eq!(shm.and_then(|e| e.size_limit).expect("shm").0, "2Gi");
+}
+
+#[test]
+fn builders_are_deterministic() {
+    let a = serde_json::to_value(build(&minimal()).pod).expect("a");
+    let b = serde_json::to_value(build(&minimal()).pod).expect("b");
+    assert_eq!(a, b);
+}

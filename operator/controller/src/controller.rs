@@ -1,0 +1,250 @@
+//! The reconciler: validate → build → apply → status, wired to kube-rs's
+//! `Controller` watching BrowserSessions and the children they own.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use playpen_api::naming::MANAGER;
+use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode};
+use playpen_api::BrowserSession;
+use serde_json::json;
+use tracing::{info, instrument, warn};
+
+use crate::build::{self, Identity, Settings};
+use crate::error::{Error, Result};
+use crate::metrics::{Metrics, PhaseLabels};
+use crate::status::{self, Observed};
+use crate::{apply, validate};
+
+/// Shared state of the reconciler.
+pub struct Context {
+    /// API client.
+    pub client: Client,
+    /// Operator-wide settings.
+    pub settings: Settings,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    recorder: Recorder,
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// A context publishing Events as `reporter`.
+    pub fn new(client: Client, settings: Settings, metrics: Arc<Metrics>, reporter: &str) -> Self {
+        let reporter = Reporter { controller: reporter.to_owned(), instance: std::env::var("POD_NAME").ok() };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            settings,
+            metrics,
+            failures: Mutex::default(),
+        }
+    }
+
+    async fn publish(&self, bs: &BrowserSession, type_: EventType, reason: &str, note: String) {
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: Some(note),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &bs.object_ref(&())).await {
+            warn!(%error, reason, "could not publish event");
+        }
+    }
+}
+
+fn previous_condition<'a>(
+    bs: &'a BrowserSession,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    bs.status.as_ref()?.conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// Events for what changed between the stored status and the new one.
+async fn publish_events(ctx: &Context, bs: &BrowserSession, id: &Identity, new: &BrowserSessionStatus) {
+    let first_time = bs.status.as_ref().and_then(|s| s.pod_name.as_ref()).is_none();
+    if first_time && new.pod_name.is_some() {
+        ctx.publish(
+            bs,
+            EventType::Normal,
+            "Created",
+            format!("created browser Pod {} for session {}", id.names.pod, id.session_name),
+        )
+        .await;
+    }
+    if bs.spec.sandbox == SandboxMode::Disabled && previous_condition(bs, condition::SANDBOX_ENFORCED).is_none() {
+        ctx.publish(
+            bs,
+            EventType::Warning,
+            "SandboxDisabled",
+            "Chromium's sandbox is disabled by spec.sandbox=Disabled".into(),
+        )
+        .await;
+    }
+    let resolved = new.conditions.iter().find(|c| c.type_ == condition::CONFIG_RESOLVED);
+    if let Some(c) = resolved.filter(|c| c.status == "False") {
+        let unchanged = previous_condition(bs, condition::CONFIG_RESOLVED).is_some_and(|p| p.message == c.message);
+        if !unchanged {
+            ctx.publish(bs, EventType::Warning, &c.reason, c.message.clone()).await;
+        }
+    }
+}
+
+/// One reconcile of one BrowserSession.
+#[instrument(skip(bs, ctx), fields(namespace = bs.namespace().unwrap_or_default(), name = %bs.name_any()))]
+pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Action> {
+    let _timer = ctx.metrics.reconcile_started();
+    if bs.meta().deletion_timestamp.is_some() {
+        // Owner references let the garbage collector delete the Pod, whose
+        // runtime closes the browser on SIGTERM.
+        return Ok(Action::await_change());
+    }
+    // validate
+    let id = Identity::of(&bs)?;
+    let missing = validate::missing_references(&ctx.client, &bs, &id.namespace).await?;
+    // build
+    let children = build::children(&bs, &id, &ctx.settings)?;
+    // apply
+    let pod = apply::apply_children(&ctx.client, &id.namespace, &children, missing.is_empty()).await?;
+    // status
+    let new = status::compute(&bs, &id, Observed { missing: &missing, pod: pod.as_ref() }, Timestamp::now());
+    publish_events(&ctx, &bs, &id, &new).await;
+    if bs.status.as_ref() != Some(&new) {
+        let api: Api<BrowserSession> = Api::namespaced(ctx.client.clone(), &id.namespace);
+        let patch = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "status": new});
+        api.patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch)).await.map_err(
+            |source| Error::Kube {
+                action: "patch status",
+                kind: "BrowserSession",
+                namespace: id.namespace.clone(),
+                name: id.name.clone(),
+                source: Box::new(source),
+            },
+        )?;
+    }
+    ctx.failures.lock().map(|mut f| f.remove(&key(&bs))).ok();
+    Ok(match new.phase {
+        // Missing references are not watched: look again soon.
+        Some(Phase::Failed) if !missing.is_empty() => Action::requeue(Duration::from_secs(10)),
+        _ => Action::requeue(Duration::from_secs(300)),
+    })
+}
+
+fn key(bs: &BrowserSession) -> String {
+    format!("{}/{}", bs.namespace().unwrap_or_default(), bs.name_any())
+}
+
+/// Exponential backoff per object, 1 s doubling to 5 minutes; an Event says why.
+pub fn error_policy(bs: Arc<BrowserSession>, error: &Error, ctx: Arc<Context>) -> Action {
+    warn!(%error, name = %bs.name_any(), "reconcile failed");
+    ctx.metrics.reconcile_failed(error);
+    let attempts = ctx
+        .failures
+        .lock()
+        .map(|mut f| {
+            let n = f.entry(key(&bs)).or_insert(0);
+            *n = n.saturating_add(1);
+            *n
+        })
+        .unwrap_or(1);
+    let note = error.to_string();
+    let publisher = ctx.clone();
+    tokio::spawn(async move { publisher.publish(&bs, EventType::Warning, "ReconcileFailed", note).await });
+    let secs = 1u64 << attempts.saturating_sub(1).min(9);
+    Action::requeue(Duration::from_secs(secs.min(300)))
+}
+
+/// Keeps the sessions-by-phase gauge in step with the controllers' caches.
+async fn count_phases(stores: Vec<Store<BrowserSession>>, metrics: Arc<Metrics>) {
+    loop {
+        let mut counts: HashMap<&'static str, i64> =
+            ["Pending", "Starting", "Ready", "Degraded", "Failed", "Completed"].into_iter().map(|p| (p, 0)).collect();
+        for store in &stores {
+            for bs in store.state() {
+                let phase = bs.status.as_ref().and_then(|s| s.phase).unwrap_or(Phase::Pending);
+                *counts.entry(phase.as_str()).or_default() += 1;
+            }
+        }
+        for (phase, n) in counts {
+            metrics.sessions.get_or_create(&PhaseLabels { phase: phase.to_owned() }).set(n);
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+}
+
+fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<BrowserSession> {
+    fn api<K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>>(
+        c: &Client,
+        ns: Option<&str>,
+    ) -> Api<K> {
+        match ns {
+            Some(ns) => Api::namespaced(c.clone(), ns),
+            None => Api::all(c.clone()),
+        }
+    }
+    // Only our own children wake us: select them by the managed-by label.
+    // Secrets are not watched: that would need list/watch on every Secret
+    // in the cluster (and hold them in memory); the periodic requeue
+    // repairs drift of the generated launch config instead.
+    let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=playpen-operator");
+    Controller::new(api::<BrowserSession>(client, namespace), watcher::Config::default())
+        .owns(api::<Pod>(client, namespace), owned.clone())
+        .owns(api::<ConfigMap>(client, namespace), owned.clone())
+        .owns(api::<Service>(client, namespace), owned.clone())
+        .owns(api::<NetworkPolicy>(client, namespace), owned.clone())
+        .owns(api::<PersistentVolumeClaim>(client, namespace), owned)
+}
+
+/// Runs the controllers (one per listed namespace, or one cluster-wide)
+/// until `shutdown` resolves.
+pub async fn run(
+    ctx: Arc<Context>,
+    namespaces: &[String],
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let targets: Vec<Option<&str>> =
+        if namespaces.is_empty() { vec![None] } else { namespaces.iter().map(|n| Some(n.as_str())).collect() };
+    let controllers: Vec<_> = targets.iter().map(|ns| controller_for(&ctx.client, *ns)).collect();
+    let stores = controllers.iter().map(Controller::store).collect();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let runs = controllers.into_iter().map(|c| {
+        let mut stop = stop_rx.clone();
+        c.graceful_shutdown_on(async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile result");
+            }
+        })
+    });
+    let counter = tokio::spawn(count_phases(stores, ctx.metrics.clone()));
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    info!(?namespaces, "controllers started");
+    futures::future::join_all(runs).await;
+    counter.abort();
+    info!("controllers stopped");
+}

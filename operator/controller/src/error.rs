@@ -1,0 +1,51 @@
+//! The operator's typed errors. `anyhow` is used only in `main`.
+
+/// Result with the operator's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while reconciling.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A Kubernetes API call failed.
+    #[error("{action} {kind} {namespace}/{name}: {source}")]
+    Kube {
+        /// What we tried to do (apply, get, patch status...).
+        action: &'static str,
+        /// Object kind.
+        kind: &'static str,
+        /// Namespace.
+        namespace: String,
+        /// Object name.
+        name: String,
+        /// The client error (boxed: it is large and errors are rare).
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// The object lacks metadata the API server always sets.
+    #[error("BrowserSession is missing metadata.{0}")]
+    MissingMetadata(&'static str),
+    /// Serialising a child object failed (a bug).
+    #[error("serialising {what}: {source}")]
+    Serialize {
+        /// What was being serialised.
+        what: &'static str,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The spec cannot be turned into children (admission should have refused it).
+    #[error("invalid spec: {0}")]
+    InvalidSpec(String),
+}
+
+impl Error {
+    /// A short label for the failure counter.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Kube { action, .. } => action,
+            Self::MissingMetadata(_) => "missing_metadata",
+            Self::Serialize { .. } => "serialize",
+            Self::InvalidSpec(_) => "invalid_spec",
+        }
+    }
+}

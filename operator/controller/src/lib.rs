@@ -1,0 +1,24 @@
+//! playpen-operator: reconciles `BrowserSession` resources into a browser
+//! Pod, its launch-config Secret, runtime ConfigMap, snapshot volume, viewer
+//! Service and NetworkPolicy.
+//!
+//! Phases, one module each: [`validate`] (dereference what the spec names)
+//! → [`build`] (pure objects) → [`apply`] (server-side apply) →
+//! [`status`] (pure status from what the cluster reports). [`controller`]
+//! wires them to kube-rs; [`leader`], [`http`] and [`metrics`] make it a
+//! service; [`operator`] puts the pieces together for `main` and for tests.
+
+pub mod apply;
+pub mod build;
+pub mod controller;
+pub mod crd;
+pub mod error;
+pub mod http;
+pub mod leader;
+pub mod metrics;
+pub mod operator;
+pub mod status;
+pub mod telemetry;
+pub mod validate;
+
+pub use error::{Error, Result};

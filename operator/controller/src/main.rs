@@ -1,0 +1,125 @@
+//! `playpen-operator`: `run` (the controller, the default) or `crd`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use playpen_operator::build::{SeccompChoice, Settings};
+use playpen_operator::leader::LeaseConfig;
+use playpen_operator::operator::{self, Config};
+
+#[derive(Debug, Parser)]
+#[command(name = "playpen-operator", version, about = "Reconciles BrowserSession resources")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the controller (the default).
+    Run(RunArgs),
+    /// Print the BrowserSession CustomResourceDefinition as YAML.
+    Crd,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Namespaces to watch, comma-separated; empty watches all.
+    #[arg(long, env = "PLAYPEN_NAMESPACES", value_delimiter = ',', default_value = "")]
+    namespaces: Vec<String>,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, env = "PLAYPEN_HTTP_ADDR", default_value = "0.0.0.0:8080")]
+    http_addr: SocketAddr,
+    /// Seccomp profile for Enforced-sandbox Pods: localhost/<path>, unconfined or runtime-default.
+    #[arg(long, env = "PLAYPEN_ENFORCED_SECCOMP", default_value = "localhost/playpen/chromium.json")]
+    enforced_seccomp: String,
+    /// UID/GID of the browser image's user.
+    #[arg(long, env = "PLAYPEN_RUN_AS_USER", default_value_t = 1000)]
+    run_as_user: i64,
+    /// Elect a leader through a Lease (needed with more than one replica).
+    #[arg(long, env = "PLAYPEN_LEADER_ELECTION", default_value_t = false)]
+    leader_election: bool,
+    /// Namespace of the Lease (the operator's own).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "playpen-system")]
+    lease_namespace: String,
+    /// Lease name.
+    #[arg(long, env = "PLAYPEN_LEASE_NAME", default_value = "playpen-operator")]
+    lease_name: String,
+    /// This replica's identity in the Lease.
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+    /// Human-readable logs instead of JSON.
+    #[arg(long, env = "PLAYPEN_LOG_TEXT", default_value_t = false)]
+    log_text: bool,
+}
+
+impl Default for RunArgs {
+    fn default() -> Self {
+        Self::parse_from(["run"])
+    }
+}
+
+#[derive(Debug, Parser)]
+struct RunOnly {
+    #[command(flatten)]
+    args: RunArgs,
+}
+
+impl RunArgs {
+    fn parse_from<I: IntoIterator<Item = &'static str>>(argv: I) -> Self {
+        RunOnly::parse_from(argv).args
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let args = match cli.command {
+        Some(Command::Crd) => {
+            print!("{}", playpen_operator::crd::crd_yaml().context("generating the CRD")?);
+            return Ok(());
+        }
+        Some(Command::Run(args)) => args,
+        None => RunArgs::default(),
+    };
+    playpen_operator::telemetry::init(!args.log_text);
+    let enforced_seccomp =
+        SeccompChoice::parse(&args.enforced_seccomp).map_err(anyhow::Error::msg).context("--enforced-seccomp")?;
+    let identity = match args.identity {
+        Some(id) => id,
+        None => format!("playpen-operator-{}", std::process::id()),
+    };
+    let config = Config {
+        namespaces: args.namespaces.into_iter().filter(|n| !n.is_empty()).collect(),
+        settings: Settings { enforced_seccomp, run_as_user: args.run_as_user },
+        http_addr: args.http_addr,
+        lease: args.leader_election.then(|| LeaseConfig {
+            name: args.lease_name,
+            namespace: args.lease_namespace,
+            identity,
+            lease_duration: Duration::from_secs(15),
+            retry_period: Duration::from_secs(2),
+        }),
+        reporter: "playpen-operator".into(),
+    };
+    let client = kube::Client::try_default().await.context("connecting to the Kubernetes API")?;
+    let (handles, run) = operator::start(client, config).await.context("binding the HTTP endpoints")?;
+    tracing::info!(http = %handles.http_addr, "playpen-operator started");
+    tokio::select! {
+        () = run => {}
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
+        () = terminate() => tracing::info!("terminated"),
+    }
+    Ok(())
+}
+
+async fn terminate() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut s) => {
+            s.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}

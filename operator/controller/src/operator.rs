@@ -1,0 +1,83 @@
+//! The whole operator as one future: HTTP endpoints, leader election and
+//! the controllers, which run only while this replica leads.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use tokio::sync::watch;
+use tracing::info;
+
+use crate::build::Settings;
+use crate::controller::{self, Context};
+use crate::http::{self, Health};
+use crate::leader::{self, LeaseConfig};
+use crate::metrics::Metrics;
+
+/// Everything `run` needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Namespaces to watch; empty means all.
+    pub namespaces: Vec<String>,
+    /// Session settings.
+    pub settings: Settings,
+    /// Where `/metrics`, `/healthz` and `/readyz` listen.
+    pub http_addr: SocketAddr,
+    /// Leader election; `None` runs the controllers unconditionally.
+    pub lease: Option<LeaseConfig>,
+    /// Event reporter name.
+    pub reporter: String,
+}
+
+/// A running operator's handles (for tests and `main`).
+#[derive(Debug, Clone)]
+pub struct Handles {
+    /// Metrics, to read counts in tests.
+    pub metrics: Arc<Metrics>,
+    /// Where the HTTP endpoints listen.
+    pub http_addr: SocketAddr,
+}
+
+/// Starts the operator; returns its handles and the future that runs it.
+pub async fn start(
+    client: Client,
+    config: Config,
+) -> std::io::Result<(Handles, impl std::future::Future<Output = ()>)> {
+    let metrics = Arc::new(Metrics::default());
+    let health = Arc::new(Health::default());
+    let (http_addr, serving) = http::serve(config.http_addr, metrics.clone(), health.clone()).await?;
+    let handles = Handles { metrics: metrics.clone(), http_addr };
+    let ctx = Arc::new(Context::new(client.clone(), config.settings.clone(), metrics.clone(), &config.reporter));
+    let run = async move {
+        let http_task = tokio::spawn(serving);
+        let (leading_tx, mut leading) = watch::channel(config.lease.is_none());
+        let elector =
+            config.lease.clone().map(|lease| tokio::spawn(leader::run(client.clone(), lease, leading_tx.clone())));
+        // Held for the whole run: a closed channel would read as "lost".
+        let _leading_tx = leading_tx;
+        health.ready.store(true, Ordering::Relaxed);
+        loop {
+            // Stand by until we lead.
+            if leading.wait_for(|l| *l).await.is_err() {
+                break;
+            }
+            metrics.leader.set(1);
+            info!("leading: starting controllers");
+            let mut lost = leading.clone();
+            controller::run(ctx.clone(), &config.namespaces, async move {
+                let _ = lost.wait_for(|l| !*l).await;
+            })
+            .await;
+            metrics.leader.set(0);
+            if elector.is_none() {
+                break;
+            }
+            info!("lost leadership: controllers stopped");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        http_task.abort();
+    };
+    Ok((handles, run))
+}

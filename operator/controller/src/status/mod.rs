@@ -1,0 +1,264 @@
+//! Status phase: a pure function from what the cluster reports (missing
+//! references, the browser Pod's status and its termination message) to the
+//! BrowserSession's status. The Pod holds no API credentials; everything the
+//! runtime wants to say reaches us through its Pod status.
+
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use playpen_api::runtime_config::TerminationReport;
+use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode, ViewerStatus};
+use playpen_api::BrowserSession;
+
+use crate::build::Identity;
+use crate::validate::MissingReference;
+
+/// What the cluster told us this reconcile.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed<'a> {
+    /// Referenced objects that do not exist.
+    pub missing: &'a [MissingReference],
+    /// The browser Pod as last applied or read, if it exists.
+    pub pod: Option<&'a Pod>,
+}
+
+/// A condition before timestamps are settled.
+struct Cond {
+    type_: &'static str,
+    ok: bool,
+    reason: String,
+    message: String,
+}
+
+impl Cond {
+    fn new(type_: &'static str, ok: bool, reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { type_, ok, reason: reason.into(), message: message.into() }
+    }
+}
+
+fn browser_container(pod: &Pod) -> Option<&ContainerStatus> {
+    pod.status.as_ref()?.container_statuses.as_ref()?.iter().find(|c| c.name == crate::build::BROWSER_CONTAINER)
+}
+
+fn pod_condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a k8s_openapi::api::core::v1::PodCondition> {
+    pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == type_)
+}
+
+/// The runtime's last failure, from the current or previous termination.
+fn last_failure(c: &ContainerStatus) -> Option<TerminationReport> {
+    let terminated = c
+        .state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .or_else(|| c.last_state.as_ref().and_then(|s| s.terminated.as_ref()))?;
+    if terminated.exit_code == 0 {
+        return None;
+    }
+    let mut report =
+        terminated.message.as_deref().filter(|m| !m.trim().is_empty()).map(TerminationReport::parse).unwrap_or_else(
+            || TerminationReport {
+                reason: terminated.reason.clone().unwrap_or_else(|| "BrowserContainerFailed".into()),
+                message: format!("the browser container exited with code {}", terminated.exit_code),
+            },
+        );
+    if report.message.len() > 1024 {
+        report.message.truncate(1024);
+    }
+    Some(report)
+}
+
+/// Browser condition and phase from the Pod.
+fn from_pod(pod: Option<&Pod>) -> (Phase, Cond, Cond) {
+    let Some(pod) = pod else {
+        return (
+            Phase::Pending,
+            Cond::new(condition::POD_SCHEDULED, false, "PodNotCreated", "the browser Pod does not exist yet"),
+            Cond::new(condition::BROWSER_READY, false, "PodNotCreated", "the browser Pod does not exist yet"),
+        );
+    };
+    let scheduled = match pod_condition(pod, "PodScheduled") {
+        Some(c) if c.status == "True" => {
+            Cond::new(condition::POD_SCHEDULED, true, "Scheduled", "the Pod is bound to a node")
+        }
+        Some(c) => Cond::new(
+            condition::POD_SCHEDULED,
+            false,
+            c.reason.clone().unwrap_or_else(|| "Unschedulable".into()),
+            c.message.clone().unwrap_or_default(),
+        ),
+        None => Cond::new(condition::POD_SCHEDULED, false, "Pending", "waiting for the scheduler"),
+    };
+    let pod_phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+    let container = browser_container(pod);
+    let failure = container.and_then(last_failure);
+    if pod.metadata.deletion_timestamp.is_some() {
+        let b = Cond::new(condition::BROWSER_READY, false, "Terminating", "the browser is closing");
+        return (Phase::Degraded, scheduled, b);
+    }
+    match pod_phase {
+        "Succeeded" => {
+            let b = Cond::new(
+                condition::BROWSER_READY,
+                false,
+                "SessionEnded",
+                "the session closed (idle timeout or maximum lifetime)",
+            );
+            return (Phase::Completed, scheduled, b);
+        }
+        "Failed" => {
+            let r = failure.unwrap_or_else(|| TerminationReport {
+                reason: pod.status.as_ref().and_then(|s| s.reason.clone()).unwrap_or_else(|| "PodFailed".into()),
+                message: pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.message.clone())
+                    .unwrap_or_else(|| "the browser Pod failed".into()),
+            });
+            return (Phase::Failed, scheduled, Cond::new(condition::BROWSER_READY, false, r.reason, r.message));
+        }
+        _ => {}
+    }
+    if !scheduled.ok {
+        let b = Cond::new(condition::BROWSER_READY, false, "PodNotScheduled", "waiting for the Pod to be scheduled");
+        return (Phase::Pending, scheduled, b);
+    }
+    let Some(c) = container else {
+        let b =
+            Cond::new(condition::BROWSER_READY, false, "ContainerCreating", "the browser container has not started");
+        return (Phase::Starting, scheduled, b);
+    };
+    let restarts = c.restart_count;
+    if c.ready {
+        let message = match (&failure, restarts) {
+            (Some(r), n) if n > 0 => {
+                format!("recovered after {n} restart(s); last failure {}: {}", r.reason, r.message)
+            }
+            _ => "the browser daemon is up".to_owned(),
+        };
+        return (Phase::Ready, scheduled, Cond::new(condition::BROWSER_READY, true, "Running", message));
+    }
+    if let Some(waiting) = c.state.as_ref().and_then(|s| s.waiting.as_ref()) {
+        let reason = waiting.reason.clone().unwrap_or_else(|| "Waiting".into());
+        // A crash loop says more through the runtime's own report.
+        if let (Some(r), true) = (&failure, reason == "CrashLoopBackOff") {
+            return (
+                Phase::Degraded,
+                scheduled,
+                Cond::new(condition::BROWSER_READY, false, r.reason.clone(), r.message.clone()),
+            );
+        }
+        let phase = if restarts > 0 { Phase::Degraded } else { Phase::Starting };
+        let message = waiting.message.clone().unwrap_or_else(|| format!("the browser container is waiting: {reason}"));
+        return (phase, scheduled, Cond::new(condition::BROWSER_READY, false, reason, message));
+    }
+    if let Some(r) = failure {
+        return (Phase::Degraded, scheduled, Cond::new(condition::BROWSER_READY, false, r.reason, r.message));
+    }
+    (
+        Phase::Starting,
+        scheduled,
+        Cond::new(condition::BROWSER_READY, false, "Starting", "the runtime is starting the browser"),
+    )
+}
+
+/// `kubectl port-forward` command that reaches the viewer.
+pub fn port_forward_command(namespace: &str, service: &str, port: i32) -> String {
+    format!("kubectl -n {namespace} port-forward svc/{service} {port}:{port}")
+}
+
+/// The whole status of `bs` given what we observed.
+pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: Timestamp) -> BrowserSessionStatus {
+    let spec = &bs.spec;
+    let resolved = match observed.missing.first() {
+        None => Cond::new(condition::CONFIG_RESOLVED, true, "Resolved", "every referenced object exists"),
+        Some(m) => {
+            let all: Vec<String> = observed.missing.iter().map(|m| m.message(&id.namespace)).collect();
+            Cond::new(condition::CONFIG_RESOLVED, false, m.reason(), all.join("; "))
+        }
+    };
+    let (mut phase, scheduled, browser) = from_pod(observed.pod);
+    if !resolved.ok {
+        phase = Phase::Failed;
+    }
+    let viewer = if spec.viewer.enabled {
+        if browser.ok {
+            Cond::new(
+                condition::VIEWER_READY,
+                true,
+                "Listening",
+                format!("the viewer answers on 127.0.0.1:{} in the Pod", spec.viewer.port),
+            )
+        } else {
+            Cond::new(condition::VIEWER_READY, false, "BrowserNotReady", "the viewer starts with the browser")
+        }
+    } else {
+        Cond::new(condition::VIEWER_READY, false, "Disabled", "spec.viewer.enabled is false")
+    };
+    let sandbox = match spec.sandbox {
+        SandboxMode::Enforced => Cond::new(condition::SANDBOX_ENFORCED, true, "Enforced", "Chromium's sandbox is on"),
+        SandboxMode::Disabled => Cond::new(
+            condition::SANDBOX_ENFORCED,
+            false,
+            "Disabled",
+            "Chromium's sandbox is off because spec.sandbox is Disabled; renderers share the browser's privileges",
+        ),
+    };
+    let ready_ok = resolved.ok && browser.ok && (viewer.ok || !spec.viewer.enabled);
+    let ready = if ready_ok {
+        Cond::new(
+            condition::READY,
+            true,
+            "SessionReady",
+            "drive it with playwright-cli; view it through the port-forward command",
+        )
+    } else {
+        let first = [&resolved, &scheduled, &browser].into_iter().find(|c| !c.ok).unwrap_or(&browser);
+        Cond::new(condition::READY, false, first.reason.clone(), first.message.clone())
+    };
+    let previous = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+    let generation = bs.metadata.generation;
+    let conditions = [ready, resolved, scheduled, browser, viewer, sandbox]
+        .into_iter()
+        .map(|c| settle(c, previous, generation, now))
+        .collect();
+    let viewer_status = spec.viewer.enabled.then(|| ViewerStatus {
+        service: id.names.viewer_service.clone(),
+        port: spec.viewer.port,
+        command: port_forward_command(&id.namespace, &id.names.viewer_service, spec.viewer.port),
+    });
+    BrowserSessionStatus {
+        phase: Some(phase),
+        observed_generation: generation,
+        conditions,
+        session_name: Some(id.session_name.clone()),
+        socket_namespace: Some(id.socket_namespace.clone()),
+        pod_name: observed.pod.map(|_| id.names.pod.clone()),
+        viewer: viewer_status,
+        exec_hint: Some(format!(
+            "kubectl -n {} exec {} -c browser -- playwright-cli goto https://example.com",
+            id.namespace, id.names.pod
+        )),
+        restarts: observed.pod.and_then(browser_container).map(|c| c.restart_count),
+    }
+}
+
+/// Keeps `lastTransitionTime` when the condition's status did not change.
+fn settle(c: Cond, previous: &[Condition], generation: Option<i64>, now: Timestamp) -> Condition {
+    let status = if c.ok { "True" } else { "False" };
+    let last = previous
+        .iter()
+        .find(|p| p.type_ == c.type_ && p.status == status)
+        .map(|p| p.last_transition_time.clone())
+        .unwrap_or(Time(now));
+    Condition {
+        type_: c.type_.to_owned(),
+        status: status.to_owned(),
+        reason: c.reason,
+        message: c.message,
+        observed_generation: generation,
+        last_transition_time: last,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,198 @@
+//! Status is a pure function: every Pod situation the kubelet can report.
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use playpen_api::v1alpha1::{condition, BrowserSessionSpec, BrowserSessionStatus, Phase};
+use playpen_api::BrowserSession;
+use serde_json::{json, Value};
+
+use super::{compute, Observed};
+use crate::build::Identity;
+use crate::validate::MissingReference;
+
+fn session(spec: Value) -> BrowserSession {
+    let spec: BrowserSessionSpec = serde_json::from_value(spec).expect("spec");
+    BrowserSession {
+        metadata: ObjectMeta {
+            name: Some("demo".into()),
+            namespace: Some("ns".into()),
+            uid: Some("uid-1".into()),
+            generation: Some(3),
+            ..ObjectMeta::default()
+        },
+        spec,
+        status: None,
+    }
+}
+
+fn pod(status: Value) -> Pod {
+    serde_json::from_value(json!({"metadata": {"name": "demo-browser"}, "status": status})).expect("pod")
+}
+
+fn scheduled() -> Value {
+    json!({"type": "PodScheduled", "status": "True"})
+}
+
+fn now() -> Timestamp {
+    "2026-11-29T12:00:00Z".parse().expect("ts")
+}
+
+fn run(bs: &BrowserSession, missing: &[MissingReference], pod: Option<&Pod>) -> BrowserSessionStatus {
+    let id = Identity::of(bs).expect("id");
+    compute(bs, &id, Observed { missing, pod }, now())
+}
+
+fn cond<'a>(s: &'a BrowserSessionStatus, t: &str) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    s.conditions.iter().find(|c| c.type_ == t).expect(t)
+}
+
+#[test]
+fn no_pod_is_pending_and_reports_how_to_connect() {
+    let bs = session(json!({"image": "i"}));
+    let s = run(&bs, &[], None);
+    assert_eq!(s.phase, Some(Phase::Pending));
+    assert_eq!(cond(&s, condition::READY).status, "False");
+    assert_eq!(s.session_name.as_deref(), Some("demo"));
+    assert_eq!(s.socket_namespace.as_deref().map(str::len), Some(8));
+    let v = s.viewer.clone().expect("viewer");
+    assert_eq!(v.command, "kubectl -n ns port-forward svc/demo-view 9323:9323");
+    assert_eq!(s.observed_generation, Some(3));
+    assert!(cond(&s, condition::READY).observed_generation == Some(3));
+    assert!(s.exec_hint.expect("hint").contains("kubectl -n ns exec demo-browser -c browser -- playwright-cli"));
+}
+
+#[test]
+fn unschedulable_pod_says_why() {
+    let bs = session(json!({"image": "i"}));
+    let p = pod(json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+        "reason": "Unschedulable", "message": "0/1 nodes are available: insufficient memory"}]}));
+    let s = run(&bs, &[], Some(&p));
+    assert_eq!(s.phase, Some(Phase::Pending));
+    let ready = cond(&s, condition::READY);
+    assert_eq!(ready.reason, "Unschedulable");
+    assert!(ready.message.contains("insufficient memory"));
+}
+
+#[test]
+fn ready_container_makes_the_session_ready() {
+    let bs = session(json!({"image": "i"}));
+    let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"running": {}}}]}));
+    let s = run(&bs, &[], Some(&p));
+    assert_eq!(s.phase, Some(Phase::Ready));
+    for t in [condition::READY, condition::BROWSER_READY, condition::VIEWER_READY, condition::SANDBOX_ENFORCED] {
+        assert_eq!(cond(&s, t).status, "True", "{t}");
+    }
+    assert_eq!(s.pod_name.as_deref(), Some("demo-browser"));
+}
+
+#[test]
+fn crash_loop_surfaces_the_runtime_report() {
+    let bs = session(json!({"image": "i"}));
+    let report = r#"{"reason":"NoUsableSandbox","message":"No usable sandbox! Install the playpen seccomp profile on the node"}"#;
+    let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": false, "restartCount": 3, "image": "i", "imageID": "",
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {"terminated": {"exitCode": 70, "message": report}}}]}));
+    let s = run(&bs, &[], Some(&p));
+    assert_eq!(s.phase, Some(Phase::Degraded));
+    let b = cond(&s, condition::BROWSER_READY);
+    assert_eq!(b.reason, "NoUsableSandbox");
+    assert!(b.message.contains("seccomp profile"));
+    assert_eq!(cond(&s, condition::READY).reason, "NoUsableSandbox");
+    assert_eq!(s.restarts, Some(3));
+}
+
+#[test]
+fn recovered_session_is_ready_and_says_what_happened() {
+    let bs = session(json!({"image": "i"}));
+    let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": true, "restartCount": 1, "image": "i", "imageID": "",
+            "state": {"running": {}},
+            "lastState": {"terminated": {"exitCode": 1, "message": "{\"reason\":\"BrowserExited\",\"message\":\"chromium was killed\"}"}}}]}));
+    let s = run(&bs, &[], Some(&p));
+    assert_eq!(s.phase, Some(Phase::Ready));
+    let b = cond(&s, condition::BROWSER_READY);
+    assert!(b.message.contains("recovered after 1 restart(s)"), "{}", b.message);
+    assert!(b.message.contains("BrowserExited"));
+}
+
+#[test]
+fn container_config_errors_pass_through() {
+    let bs = session(json!({"image": "i"}));
+    let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": false, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"waiting": {"reason": "CreateContainerError", "message": "cannot load seccomp profile"}}}]}));
+    let s = run(&bs, &[], Some(&p));
+    assert_eq!(s.phase, Some(Phase::Starting));
+    let b = cond(&s, condition::BROWSER_READY);
+    assert_eq!((b.reason.as_str(), b.message.as_str()), ("CreateContainerError", "cannot load seccomp profile"));
+}
+
+#[test]
+fn finished_and_failed_pods() {
+    let bs = session(json!({"image": "i"}));
+    let done = pod(json!({"phase": "Succeeded", "conditions": [scheduled()]}));
+    assert_eq!(run(&bs, &[], Some(&done)).phase, Some(Phase::Completed));
+    let failed = pod(json!({"phase": "Failed", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": false, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"terminated": {"exitCode": 78, "message": "{\"reason\":\"SocketBudgetExceeded\",\"message\":\"too long\"}"}}}]}));
+    let s = run(&bs, &[], Some(&failed));
+    assert_eq!(s.phase, Some(Phase::Failed));
+    assert_eq!(cond(&s, condition::BROWSER_READY).reason, "SocketBudgetExceeded");
+}
+
+#[test]
+fn raw_termination_text_is_kept() {
+    let bs = session(json!({"image": "i"}));
+    let p = pod(json!({"phase": "Failed", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": false, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"terminated": {"exitCode": 2, "message": "exec: playpen-session: not found"}}}]}));
+    let s = run(&bs, &[], Some(&p));
+    let b = cond(&s, condition::BROWSER_READY);
+    assert_eq!((b.reason.as_str(), b.message.as_str()), ("BrowserContainerFailed", "exec: playpen-session: not found"));
+}
+
+#[test]
+fn missing_reference_fails_with_field_and_fix() {
+    let bs = session(json!({"image": "i", "authState": {"secretRef": {"name": "login"}}}));
+    let missing = [MissingReference { field: "spec.authState.secretRef", kind: "Secret", name: "login".into() }];
+    let s = run(&bs, &missing, None);
+    assert_eq!(s.phase, Some(Phase::Failed));
+    let r = cond(&s, condition::CONFIG_RESOLVED);
+    assert_eq!((r.status.as_str(), r.reason.as_str()), ("False", "SecretNotFound"));
+    assert!(r.message.contains("spec.authState.secretRef: Secret ns/login not found"));
+    assert_eq!(cond(&s, condition::READY).reason, "SecretNotFound");
+}
+
+#[test]
+fn disabled_sandbox_and_viewer_are_recorded() {
+    let bs = session(json!({"image": "i", "sandbox": "Disabled", "viewer": {"enabled": false}}));
+    let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"running": {}}}]}));
+    let s = run(&bs, &[], Some(&p));
+    let sb = cond(&s, condition::SANDBOX_ENFORCED);
+    assert_eq!((sb.status.as_str(), sb.reason.as_str()), ("False", "Disabled"));
+    assert_eq!(cond(&s, condition::VIEWER_READY).reason, "Disabled");
+    assert_eq!(cond(&s, condition::READY).status, "True", "a disabled viewer does not block readiness");
+    assert!(s.viewer.is_none());
+}
+
+#[test]
+fn transition_time_is_kept_while_status_is_unchanged() {
+    let mut bs = session(json!({"image": "i"}));
+    let earlier: Timestamp = "2026-11-29T11:00:00Z".parse().expect("ts");
+    let id = Identity::of(&bs).expect("id");
+    bs.status = Some(compute(&bs, &id, Observed { missing: &[], pod: None }, earlier));
+    let s = run(&bs, &[], None);
+    assert_eq!(cond(&s, condition::READY).last_transition_time, Time(earlier));
+    let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"running": {}}}]}));
+    let s = run(&bs, &[], Some(&p));
+    assert_eq!(cond(&s, condition::READY).last_transition_time, Time(now()));
+    assert_eq!(cond(&s, condition::SANDBOX_ENFORCED).last_transition_time, Time(earlier));
+}

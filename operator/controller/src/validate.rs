@@ -1,0 +1,123 @@
+//! Validate phase: dereference what the spec names (Secrets and claims in
+//! the session's namespace). Admission (CEL) already refused malformed
+//! specs; what is left is whether the referenced objects exist. Secrets are
+//! looked up by metadata only, so their values never enter the operator.
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret};
+use kube::api::Api;
+use kube::Client;
+use playpen_api::BrowserSession;
+
+use crate::error::{Error, Result};
+
+/// An object the spec names that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingReference {
+    /// The spec field that names it.
+    pub field: &'static str,
+    /// `Secret` or `PersistentVolumeClaim`.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+}
+
+impl MissingReference {
+    /// The condition reason for this kind of miss.
+    pub fn reason(&self) -> &'static str {
+        match self.kind {
+            "Secret" => "SecretNotFound",
+            _ => "ClaimNotFound",
+        }
+    }
+
+    /// Message naming the field, the object and the fix.
+    pub fn message(&self, namespace: &str) -> String {
+        format!("{}: {} {namespace}/{} not found; create it or correct the name", self.field, self.kind, self.name)
+    }
+}
+
+/// Objects of `bs` the cluster must already have, with the field naming each.
+pub fn references(bs: &BrowserSession) -> Vec<(&'static str, &'static str, String)> {
+    let spec = &bs.spec;
+    let mut refs = Vec::new();
+    if let Some(r) = &spec.launch_config.secret_ref {
+        refs.push(("spec.launchConfig.secretRef", "Secret", r.name.clone()));
+    }
+    if let Some(a) = &spec.auth_state {
+        refs.push(("spec.authState.secretRef", "Secret", a.secret_ref.name.clone()));
+    }
+    if let Some(name) = spec.snapshots.volume.persistent_volume_claim.as_ref().and_then(|c| c.claim_name.clone()) {
+        refs.push(("spec.snapshots.volume.persistentVolumeClaim.claimName", "PersistentVolumeClaim", name));
+    }
+    if let Some(p) = &spec.profile {
+        refs.push(("spec.profile.claimName", "PersistentVolumeClaim", p.claim_name.clone()));
+    }
+    refs
+}
+
+/// Looks every reference up; returns the ones that are missing.
+pub async fn missing_references(
+    client: &Client,
+    bs: &BrowserSession,
+    namespace: &str,
+) -> Result<Vec<MissingReference>> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
+    let mut missing = Vec::new();
+    for (field, kind, name) in references(bs) {
+        let found = match kind {
+            "Secret" => secrets.get_metadata_opt(&name).await.map(|o| o.is_some()),
+            _ => claims.get_metadata_opt(&name).await.map(|o| o.is_some()),
+        }
+        .map_err(|source| Error::Kube {
+            action: "get",
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.clone(),
+            source: Box::new(source),
+        })?;
+        if !found {
+            missing.push(MissingReference { field, kind, name });
+        }
+    }
+    Ok(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_named_object_is_a_reference() {
+        let spec = serde_json::from_value(json!({"image": "i",
+            "launchConfig": {"secretRef": {"name": "cfg"}},
+            "authState": {"secretRef": {"name": "login"}},
+            "snapshots": {"volume": {"persistentVolumeClaim": {"claimName": "snaps"}}},
+            "profile": {"claimName": "prof"}}))
+        .expect("spec");
+        let bs = BrowserSession::new("demo", spec);
+        let refs = references(&bs);
+        assert_eq!(refs.len(), 4);
+        assert_eq!(refs[0], ("spec.launchConfig.secretRef", "Secret", "cfg".to_owned()));
+        assert_eq!(refs[3].1, "PersistentVolumeClaim");
+    }
+
+    #[test]
+    fn created_claims_are_not_references() {
+        let spec = serde_json::from_value(json!({"image": "i",
+            "snapshots": {"volume": {"persistentVolumeClaim": {"size": "1Gi"}}}}))
+        .expect("spec");
+        assert!(references(&BrowserSession::new("demo", spec)).is_empty());
+    }
+
+    #[test]
+    fn message_names_field_object_and_fix() {
+        let m = MissingReference { field: "spec.authState.secretRef", kind: "Secret", name: "login".into() };
+        assert_eq!(m.reason(), "SecretNotFound");
+        assert_eq!(
+            m.message("team-a"),
+            "spec.authState.secretRef: Secret team-a/login not found; create it or correct the name"
+        );
+    }
+}
