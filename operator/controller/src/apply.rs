@@ -42,9 +42,11 @@ where
     })
 }
 
-/// Applies every child. The Pod is only created when `create_pod` (every
-/// reference resolved); otherwise an existing Pod is read and left alone.
-/// Returns the Pod as the API server holds it, with its status.
+/// Applies every child. The Pod is created once and then only read: its
+/// spec is immutable, so re-applying it after an operator upgrade that
+/// builds it differently would fail every reconcile. It is only created
+/// when `create_pod` (every reference resolved). Returns the Pod as the API
+/// server holds it, with its status.
 pub async fn apply_children(
     client: &Client,
     namespace: &str,
@@ -62,15 +64,13 @@ pub async fn apply_children(
     if let Some(service) = &children.viewer_service {
         apply(client, namespace, service).await?;
     }
-    if create_pod {
-        return apply(client, namespace, &children.pod).await.map(Some);
-    }
     let name = children.pod.name_any();
-    Api::<Pod>::namespaced(client.clone(), namespace).get_opt(&name).await.map_err(|source| Error::Kube {
-        action: "get",
-        kind: "Pod",
-        namespace: namespace.to_owned(),
-        name,
-        source: Box::new(source),
-    })
+    let existing = Api::<Pod>::namespaced(client.clone(), namespace).get_opt(&name).await.map_err(|source| {
+        Error::Kube { action: "get", kind: "Pod", namespace: namespace.to_owned(), name, source: Box::new(source) }
+    })?;
+    match existing {
+        Some(pod) => Ok(Some(pod)),
+        None if create_pod => apply(client, namespace, &children.pod).await.map(Some),
+        None => Ok(None),
+    }
 }

@@ -24,6 +24,7 @@ use tracing::{info, instrument, warn};
 use crate::build::{self, Identity, Settings};
 use crate::error::{Error, Result};
 use crate::metrics::{Metrics, PhaseLabels};
+use crate::operator::AbortOnDrop;
 use crate::status::{self, Observed};
 use crate::{apply, validate};
 
@@ -238,13 +239,12 @@ pub async fn run(
             }
         })
     });
-    let counter = tokio::spawn(count_phases(stores, ctx.metrics.clone()));
-    tokio::spawn(async move {
+    let _counter = AbortOnDrop(tokio::spawn(count_phases(stores, ctx.metrics.clone())));
+    let _shutdown = AbortOnDrop(tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
-    });
+    }));
     info!(?namespaces, "controllers started");
     futures::future::join_all(runs).await;
-    counter.abort();
     info!("controllers stopped");
 }

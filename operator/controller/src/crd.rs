@@ -15,3 +15,42 @@ pub fn crd_yaml() -> Result<String> {
     let yaml = serde_yaml::to_string(&value).map_err(|e| Error::InvalidSpec(format!("crd yaml: {e}")))?;
     Ok(format!("{HEADER}{yaml}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::crd_yaml;
+
+    const COMMITTED: &str = include_str!("../../../crds/browsersession.yaml");
+
+    #[test]
+    fn committed_crd_matches_the_generator() {
+        let generated = crd_yaml().expect("generate");
+        assert!(
+            generated == COMMITTED,
+            "crds/browsersession.yaml is stale: run `cargo run -p playpen-operator -- crd > crds/browsersession.yaml`"
+        );
+    }
+
+    #[test]
+    fn crd_has_status_columns_short_name_and_rules() {
+        let yaml = crd_yaml().expect("generate");
+        let crd: serde_json::Value = serde_yaml::from_str(&yaml).expect("yaml");
+        let version = &crd["spec"]["versions"][0];
+        assert_eq!(crd["spec"]["names"]["shortNames"][0], "bs");
+        assert_eq!(crd["spec"]["scope"], "Namespaced");
+        assert!(version["subresources"]["status"].is_object());
+        let columns: Vec<&str> = version["additionalPrinterColumns"]
+            .as_array()
+            .expect("cols")
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        for want in ["Phase", "Ready", "Viewer-Port", "Age"] {
+            assert!(columns.contains(&want), "{want} missing from {columns:?}");
+        }
+        let rules = yaml.matches("rule:").count();
+        assert!(rules >= 20, "expected every CEL rule in the CRD, found {rules}");
+        let max = playpen_api::layout::max_session_name_len();
+        assert!(yaml.contains(&format!("size(self) <= {max}")), "the CEL limit must equal the computed socket budget");
+    }
+}

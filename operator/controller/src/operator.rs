@@ -51,10 +51,18 @@ pub async fn start(
     let handles = Handles { metrics: metrics.clone(), http_addr };
     let ctx = Arc::new(Context::new(client.clone(), config.settings.clone(), metrics.clone(), &config.reporter));
     let run = async move {
-        let http_task = tokio::spawn(serving);
+        // Guards: dropping this future (a test stopping the operator) ends
+        // every task it spawned, including the Lease renewals.
+        let _http = AbortOnDrop(tokio::spawn(async move {
+            if let Err(error) = serving.await {
+                tracing::error!(%error, "HTTP endpoints stopped");
+            }
+        }));
         let (leading_tx, mut leading) = watch::channel(config.lease.is_none());
-        let elector =
-            config.lease.clone().map(|lease| tokio::spawn(leader::run(client.clone(), lease, leading_tx.clone())));
+        let elector = config
+            .lease
+            .clone()
+            .map(|lease| AbortOnDrop(tokio::spawn(leader::run(client.clone(), lease, leading_tx.clone()))));
         // Held for the whole run: a closed channel would read as "lost".
         let _leading_tx = leading_tx;
         health.ready.store(true, Ordering::Relaxed);
@@ -77,7 +85,16 @@ pub async fn start(
             info!("lost leadership: controllers stopped");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        http_task.abort();
     };
     Ok((handles, run))
+}
+
+/// Aborts a spawned task when dropped.
+#[derive(Debug)]
+pub struct AbortOnDrop<T>(pub tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

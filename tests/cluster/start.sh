@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Start (or reuse) a local, loopback-only Kubernetes control plane:
+# etcd + kube-apiserver + kube-controller-manager, state in
+# ${PLAYPEN_CLUSTER_DIR:-/tmp/playpen-cluster}.
+#
+#   export KUBECONFIG=$(tests/cluster/start.sh | tail -1)
+#
+# Idempotent: when the cluster in the state dir is already up and healthy it only
+# prints the kubeconfig path. Otherwise it stops any leftovers, builds/looks up the
+# cached binaries (build.sh), generates PKI once, starts the three processes in the
+# background (logs in $STATE/logs, pids in $STATE/run) and waits until they are ready.
+# The state dir (PKI + etcd data) is reused across stop/start as long as it was made
+# for the same versions and ports; otherwise it is wiped and recreated.
+# Logs go to stderr; the last (only) line on stdout is the admin kubeconfig path.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
+
+exec 3>&1 1>&2 # stdout is reserved for the kubeconfig path
+
+APISERVER_TIMEOUT="${PLAYPEN_START_TIMEOUT:-90}"
+KUBECTL="${K8S_BIN}/kubectl"
+STATE_ID="kubernetes=${KUBERNETES_VERSION} etcd=${ETCD_VERSION} ports=${ETCD_CLIENT_PORT},${ETCD_PEER_PORT},${APISERVER_PORT},${KCM_PORT} layout=2"
+
+etcd_healthy() { curl -fsS --max-time 2 "http://127.0.0.1:${ETCD_CLIENT_PORT}/health" 2>/dev/null | grep -q '"health":"true"'; }
+apiserver_ready() { "$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=3s get --raw /readyz >/dev/null 2>&1; }
+kcm_healthy() { curl -fsSk --max-time 2 "https://127.0.0.1:${KCM_PORT}/healthz" 2>/dev/null | grep -qx ok; }
+
+cluster_healthy() {
+  [[ -f "${STATE}/state.id" && "$(<"${STATE}/state.id")" == "$STATE_ID" ]] || return 1
+  [[ -x "$KUBECTL" && -f "$ADMIN_KUBECONFIG" ]] || return 1
+  local c
+  for c in "${COMPONENTS[@]}"; do pid_of "$c" >/dev/null || return 1; done
+  etcd_healthy && apiserver_ready && kcm_healthy
+}
+
+done_ok() {
+  log "cluster ready: https://127.0.0.1:${APISERVER_PORT} (state ${STATE})"
+  echo "$ADMIN_KUBECONFIG" >&3
+  exit 0
+}
+
+dump_logs() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    [[ -f "${LOGS}/${c}.log" ]] || continue
+    echo "----- tail ${LOGS}/${c}.log -----"
+    tail -n 40 "${LOGS}/${c}.log"
+  done
+}
+
+fail() {
+  log "ERROR: $*"
+  dump_logs
+  log "stopping the partially started cluster (logs kept in ${LOGS})"
+  "${CLUSTER_SCRIPT_DIR}/stop.sh" || true
+  exit 1
+}
+
+# wait_for SECONDS DESCRIPTION NAME CHECK... — poll CHECK until it succeeds; fail on
+# timeout or when process NAME died.
+wait_for() {
+  local secs="$1" what="$2" name="$3" t0=$SECONDS
+  shift 3
+  until "$@"; do
+    pid_of "$name" >/dev/null || fail "${name} exited while waiting for ${what}"
+    ((SECONDS - t0 < secs)) || fail "timed out after ${secs} s waiting for ${what}"
+    sleep 0.5
+  done
+  log "${what}: ok after $((SECONDS - t0)) s"
+}
+
+# ---- fast path ---------------------------------------------------------------
+if cluster_healthy; then done_ok; fi
+
+ensure_cmds openssl:openssl curl:curl ss:iproute2 flock:util-linux base64:coreutils
+mkdir -p "$(dirname "$STATE")"
+# (Named *.start.lock: daemons from an older start.sh leaked the fd of "<dir>.lock".)
+exec 9>"${STATE}.start.lock"
+if ! flock -n 9; then
+  log "waiting for another start.sh (lock ${STATE}.start.lock)"
+  flock -w 300 9 || die "lock ${STATE}.start.lock still held after 300 s"
+fi
+if cluster_healthy; then done_ok; fi # another start.sh won the race
+T0=$SECONDS
+
+# ---- leftovers / state dir -----------------------------------------------------
+"${CLUSTER_SCRIPT_DIR}/stop.sh" # no-op when nothing runs
+if [[ -d "$STATE" && ! (-f "${STATE}/state.id" && "$(<"${STATE}/state.id")" == "$STATE_ID") ]]; then
+  log "state dir ${STATE} was made for other versions/ports (or is incomplete); recreating it"
+  rm -rf "$STATE"
+fi
+mkdir -p "$STATE" "$RUN" "$LOGS"
+for c in "${COMPONENTS[@]}"; do # keep the previous run's logs once, as <name>.log.1
+  if [[ -f "${LOGS}/${c}.log" ]]; then mv -f "${LOGS}/${c}.log" "${LOGS}/${c}.log.1"; fi
+done
+
+"${CLUSTER_SCRIPT_DIR}/build.sh"
+
+for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$KCM_PORT"; do
+  if ss -Hltn "sport = :${port}" | grep -q .; then
+    die "port ${port} is already in use: $(ss -Hltnp "sport = :${port}")"
+  fi
+done
+
+# ---- PKI (generated once per state dir) ----------------------------------------
+# sign NAME SUBJECT EXTENSIONS DIR [CA] — key + cert signed by DIR/CA.{crt,key} (default: ca).
+sign() {
+  local name="$1" subj="$2" ext="$3" dir="$4" ca="${5:-ca}"
+  openssl genrsa -out "${dir}/${name}.key" 2048 2>/dev/null
+  openssl req -new -key "${dir}/${name}.key" -subj "$subj" -out "${dir}/${name}.csr"
+  openssl x509 -req -in "${dir}/${name}.csr" -CA "${dir}/${ca}.crt" -CAkey "${dir}/${ca}.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
+    -extfile <(printf '%s\n' "$ext") -out "${dir}/${name}.crt" 2>/dev/null
+  rm -f "${dir}/${name}.csr"
+}
+
+if [[ ! -f "${PKI}/done" ]]; then
+  log "generating PKI in ${PKI}"
+  tmp="${PKI}.tmp"
+  rm -rf "$tmp" "$PKI"
+  mkdir -p "$tmp"
+  (
+    umask 077
+    openssl genrsa -out "${tmp}/ca.key" 2048 2>/dev/null
+    openssl req -x509 -new -key "${tmp}/ca.key" -subj "/CN=playpen-ca" -days 3650 -sha256 \
+      -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign" \
+      -out "${tmp}/ca.crt"
+    leaf="basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment"
+    sign apiserver "/CN=kube-apiserver" "${leaf}
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,IP:${SERVICE_FIRST_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" "$tmp"
+    sign admin "/O=system:masters/CN=admin" "${leaf}
+extendedKeyUsage=clientAuth" "$tmp"
+    sign kube-controller-manager "/CN=system:kube-controller-manager" "${leaf}
+extendedKeyUsage=clientAuth" "$tmp"
+    # Front proxy (request-header authentication): lets delegating servers such as the
+    # controller-manager (and later aggregated API servers) trust the apiserver's proxy.
+    openssl genrsa -out "${tmp}/front-proxy-ca.key" 2048 2>/dev/null
+    openssl req -x509 -new -key "${tmp}/front-proxy-ca.key" -subj "/CN=playpen-front-proxy-ca" -days 3650 -sha256 \
+      -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign" \
+      -out "${tmp}/front-proxy-ca.crt"
+    sign front-proxy-client "/CN=front-proxy-client" "${leaf}
+extendedKeyUsage=clientAuth" "$tmp" front-proxy-ca
+    # Service-account token signing key pair.
+    openssl genrsa -out "${tmp}/sa.key" 2048 2>/dev/null
+    openssl rsa -in "${tmp}/sa.key" -pubout -out "${tmp}/sa.pub" 2>/dev/null
+    touch "${tmp}/done"
+  )
+  mv "$tmp" "$PKI"
+fi
+
+# write_kubeconfig FILE USER CERT KEY
+write_kubeconfig() {
+  local f="$1" user="$2"
+  (
+    umask 077
+    cat >"${f}.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: playpen
+  cluster:
+    server: https://127.0.0.1:${APISERVER_PORT}
+    certificate-authority-data: $(base64 -w0 "${PKI}/ca.crt")
+users:
+- name: ${user}
+  user:
+    client-certificate-data: $(base64 -w0 "$3")
+    client-key-data: $(base64 -w0 "$4")
+contexts:
+- name: playpen
+  context:
+    cluster: playpen
+    user: ${user}
+    namespace: default
+current-context: playpen
+EOF
+    mv -f "${f}.tmp" "$f"
+  )
+}
+write_kubeconfig "$ADMIN_KUBECONFIG" admin "${PKI}/admin.crt" "${PKI}/admin.key"
+write_kubeconfig "${STATE}/kube-controller-manager.kubeconfig" system:kube-controller-manager \
+  "${PKI}/kube-controller-manager.crt" "${PKI}/kube-controller-manager.key"
+echo "$STATE_ID" >"${STATE}/state.id"
+
+# launch NAME BINARY ARGS... — run in the background in its own session.
+launch() {
+  local name="$1" bin="$2"
+  shift 2
+  log "starting ${name}"
+  (
+    # Close every inherited descriptor but stdio: a daemon holding the caller's pipe
+    # (fd 3 here, or any fd a test harness passed down) would keep
+    # `$(start.sh | tail -1)` from ever seeing EOF, and one holding fd 9 would keep
+    # the start lock forever.
+    for fd in /proc/self/fd/*; do
+      fd="${fd##*/}"
+      if [[ "$fd" =~ ^[0-9]+$ ]] && ((fd > 2 && fd != 255)); then
+        eval "exec ${fd}>&-" 2>/dev/null || true
+      fi
+    done
+    echo "# $(date -Is) ${bin} $*"
+    exec setsid "$bin" "$@"
+  ) </dev/null >"${LOGS}/${name}.log" 2>&1 &
+  echo $! >"${RUN}/${name}.pid"
+}
+
+# ---- etcd ----------------------------------------------------------------------
+launch etcd "${ETCD_BIN}/etcd" \
+  --name=playpen \
+  --data-dir="${STATE}/etcd" \
+  --listen-client-urls="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
+  --advertise-client-urls="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
+  --listen-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" \
+  --initial-advertise-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" \
+  --initial-cluster="playpen=http://127.0.0.1:${ETCD_PEER_PORT}" \
+  --initial-cluster-state=new \
+  --log-level=warn
+wait_for 30 "etcd health" etcd etcd_healthy
+
+# ---- kube-apiserver -------------------------------------------------------------
+# --endpoint-reconciler-type=none: the apiserver advertises 127.0.0.1, and Endpoints
+# validation rejects loopback addresses, so the default "lease" reconciler would log
+# "unable to sync kubernetes service ... may not be in the loopback range" every 10 s.
+# The default/kubernetes Service (10.96.0.1) still exists, just without endpoints;
+# a node tier that runs pods needs a non-loopback advertise address instead.
+launch kube-apiserver "${K8S_BIN}/kube-apiserver" \
+  --bind-address=127.0.0.1 \
+  --advertise-address=127.0.0.1 \
+  --secure-port="${APISERVER_PORT}" \
+  --cert-dir="${STATE}/apiserver-certs" \
+  --etcd-servers="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
+  --tls-cert-file="${PKI}/apiserver.crt" \
+  --tls-private-key-file="${PKI}/apiserver.key" \
+  --client-ca-file="${PKI}/ca.crt" \
+  --authorization-mode=Node,RBAC \
+  --service-cluster-ip-range="${SERVICE_CIDR}" \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="${PKI}/sa.pub" \
+  --service-account-signing-key-file="${PKI}/sa.key" \
+  --allow-privileged=true \
+  --requestheader-client-ca-file="${PKI}/front-proxy-ca.crt" \
+  --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User \
+  --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
+  --proxy-client-cert-file="${PKI}/front-proxy-client.crt" \
+  --proxy-client-key-file="${PKI}/front-proxy-client.key" \
+  --endpoint-reconciler-type=none \
+  --profiling=false
+wait_for "$APISERVER_TIMEOUT" "kube-apiserver /readyz" kube-apiserver apiserver_ready
+
+# ---- kube-controller-manager ------------------------------------------------------
+KCM_KUBECONFIG="${STATE}/kube-controller-manager.kubeconfig"
+launch kube-controller-manager "${K8S_BIN}/kube-controller-manager" \
+  --kubeconfig="$KCM_KUBECONFIG" \
+  --authentication-kubeconfig="$KCM_KUBECONFIG" \
+  --authorization-kubeconfig="$KCM_KUBECONFIG" \
+  --bind-address=127.0.0.1 \
+  --secure-port="${KCM_PORT}" \
+  --cert-dir="${STATE}/kcm-certs" \
+  --controllers='*' \
+  --leader-elect=false \
+  --use-service-account-credentials=true \
+  --service-account-private-key-file="${PKI}/sa.key" \
+  --root-ca-file="${PKI}/ca.crt" \
+  --cluster-signing-cert-file="${PKI}/ca.crt" \
+  --cluster-signing-key-file="${PKI}/ca.key" \
+  --cluster-name=playpen \
+  --flex-volume-plugin-dir="${STATE}/kcm-flexvolume" \
+  --profiling=false
+wait_for 60 "kube-controller-manager /healthz" kube-controller-manager kcm_healthy
+# End-to-end signal that the controllers run with their own credentials: the
+# serviceaccount controller creates default/default (pods need it to be admitted).
+# shellcheck disable=SC2317 # invoked indirectly via wait_for
+sa_ready() { "$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=3s -n default get serviceaccount default >/dev/null 2>&1; }
+wait_for 60 "serviceaccount default/default" kube-controller-manager sa_ready
+
+cluster_healthy || fail "cluster not healthy after start"
+log "started in $((SECONDS - T0)) s"
+done_ok

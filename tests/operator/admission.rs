@@ -1,0 +1,158 @@
+//! Every CEL rule in the CRD, refused by the real API server with its message.
+
+use kube::api::{Api, Patch, PatchParams};
+use playpen_api::BrowserSession;
+use playpen_tests::{client, ensure_crd, TestNamespace};
+use serde_json::{json, Value};
+
+use crate::{create, session};
+
+/// Creates `body` and expects the API server to refuse it with `message`.
+async fn refused(client: &kube::Client, ns: &str, body: Value, message: &str) {
+    match create(client, ns, body.clone()).await {
+        Ok(_) => panic!("accepted, expected refusal with {message:?}: {body}"),
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 422, "{status:?}");
+            assert!(status.message.contains(message), "expected {message:?} in {:?}", status.message);
+        }
+        Err(other) => panic!("unexpected error {other}"),
+    }
+}
+
+#[tokio::test]
+async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "cel").await?;
+    let n = ns.name.as_str();
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("low-port", json!({"image": "i", "viewer": {"port": 80}}), "spec.viewer.port must be between 1024 and 65535"),
+        (
+            "high-port",
+            json!({"image": "i", "viewer": {"port": 70000}}),
+            "spec.viewer.port must be between 1024 and 65535",
+        ),
+        (
+            "bad-chars",
+            json!({"image": "i", "sessionName": "Agent One"}),
+            "spec.sessionName must start with a lowercase letter or digit",
+        ),
+        (
+            "long-name",
+            json!({"image": "i", "sessionName": "a".repeat(46)}),
+            "spec.sessionName must be at most 45 characters",
+        ),
+        (
+            "zero-age",
+            json!({"image": "i", "snapshots": {"retention": {"maxAgeSeconds": 0}}}),
+            "spec.snapshots.retention.maxAgeSeconds must be positive",
+        ),
+        (
+            "zero-count",
+            json!({"image": "i", "snapshots": {"retention": {"maxCount": 0}}}),
+            "spec.snapshots.retention.maxCount must be positive",
+        ),
+        ("idle", json!({"image": "i", "idleTimeoutSeconds": -1}), "spec.idleTimeoutSeconds must be positive"),
+        ("lifetime", json!({"image": "i", "maxLifetimeSeconds": 0}), "spec.maxLifetimeSeconds must be positive"),
+        (
+            "exclusive",
+            json!({"image": "i", "launchConfig": {"secretRef": {"name": "mine"}, "headless": false}}),
+            "spec.launchConfig.secretRef is exclusive with headless, executablePath and args",
+        ),
+        (
+            "exclusive-args",
+            json!({"image": "i", "launchConfig": {"secretRef": {"name": "mine"}, "args": ["--x"]}}),
+            "spec.launchConfig.secretRef is exclusive",
+        ),
+        ("empty-image", json!({"image": ""}), "spec.image must name a browser image"),
+        (
+            "two-volumes",
+            json!({"image": "i", "snapshots": {"volume": {"emptyDir": {}, "persistentVolumeClaim": {"claimName": "c"}}}}),
+            "set either emptyDir or persistentVolumeClaim, not both",
+        ),
+        (
+            "claim-both",
+            json!({"image": "i", "snapshots": {"volume": {"persistentVolumeClaim": {"claimName": "c", "size": "1Gi"}}}}),
+            "set claimName to use an existing claim, or size",
+        ),
+        (
+            "empty-secret",
+            json!({"image": "i", "authState": {"secretRef": {"name": ""}}}),
+            "secretRef.name must name a Secret",
+        ),
+        ("empty-agent", json!({"image": "i", "agent": {"image": ""}}), "spec.agent.image must name the agent's image"),
+        (
+            "empty-profile",
+            json!({"image": "i", "profile": {"claimName": ""}}),
+            "spec.profile.claimName must name a PersistentVolumeClaim",
+        ),
+    ];
+    for (name, spec, message) in cases {
+        refused(&client, n, session(name, spec), message).await;
+    }
+    // Names: the viewer Service is <name>-view, a DNS-1035 label.
+    let long = "a".repeat(59);
+    refused(&client, n, session(&long, json!({"image": "i"})), "metadata.name must be a DNS-1035 label").await;
+    refused(&client, n, session("9lives", json!({"image": "i"})), "metadata.name must be a DNS-1035 label").await;
+    // Unknown fields are pruned or refused, never silently kept.
+    let created = create(&client, n, session("ok", json!({"image": "i", "sessionName": "a".repeat(45)}))).await?;
+    assert_eq!(created.spec.session_name.as_deref().map(str::len), Some(45));
+    assert_eq!(created.spec.viewer.port, 9323, "documented default port");
+    assert!(created.spec.viewer.enabled);
+    Ok(())
+}
+
+#[tokio::test]
+async fn browser_fields_are_immutable_and_policy_fields_are_not() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "immut").await?;
+    create(&client, &ns.name, session("s", json!({"image": "img:1", "idleTimeoutSeconds": 60}))).await?;
+    let api: Api<BrowserSession> = Api::namespaced(client.clone(), &ns.name);
+    let changes: Vec<(Value, &str)> = vec![
+        (json!({"image": "img:2"}), "spec.image is immutable"),
+        (json!({"sessionName": "other"}), "spec.sessionName is immutable"),
+        (json!({"sandbox": "Disabled"}), "spec.sandbox is immutable"),
+        (json!({"launchConfig": {"headless": false}}), "spec.launchConfig is immutable"),
+        (json!({"viewer": {"port": 9400}}), "spec.viewer is immutable"),
+        (json!({"snapshots": {"volume": {"emptyDir": {"sizeLimit": "2Gi"}}}}), "spec.snapshots.volume is immutable"),
+        (json!({"authState": {"secretRef": {"name": "x"}}}), "spec.authState is immutable"),
+        (json!({"profile": {"claimName": "p"}}), "spec.profile is immutable"),
+        (json!({"pod": {"shmSize": "2Gi"}}), "spec.pod is immutable"),
+        (json!({"agent": {"image": "a"}}), "spec.agent is immutable"),
+    ];
+    for (spec, message) in changes {
+        let err =
+            api.patch("s", &PatchParams::default(), &Patch::Merge(json!({"spec": spec}))).await.expect_err(message);
+        match err {
+            kube::Error::Api(s) => assert!(s.message.contains(message), "expected {message:?} in {:?}", s.message),
+            other => panic!("unexpected {other}"),
+        }
+    }
+    let patched = api
+        .patch(
+            "s",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"idleTimeoutSeconds": 120, "maxLifetimeSeconds": 3600,
+                "snapshots": {"retention": {"maxCount": 10, "maxAgeSeconds": 30}}}})),
+        )
+        .await?;
+    assert_eq!(patched.spec.idle_timeout_seconds, Some(120));
+    assert_eq!(patched.spec.snapshots.retention.max_count, 10);
+    Ok(())
+}
+
+#[tokio::test]
+async fn examples_are_accepted_by_the_api_server() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "examples").await?;
+    let api: Api<BrowserSession> = Api::namespaced(client.clone(), &ns.name);
+    for file in ["minimal.yaml", "full.yaml"] {
+        let path = format!("{}/../examples/{file}", env!("CARGO_MANIFEST_DIR"));
+        let bs: BrowserSession = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
+        let created = api.create(&kube::api::PostParams { dry_run: true, ..Default::default() }, &bs).await?;
+        assert_eq!(created.spec, bs.spec, "{file} is stored as written");
+    }
+    Ok(())
+}

@@ -1,0 +1,289 @@
+//! Apply → children; change → children follow; Pod status → session status;
+//! delete → garbage collection.
+
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context as _};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, PersistentVolumeClaim, Pod, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::Client;
+use playpen_api::runtime_config::RuntimeConfig;
+use playpen_api::v1alpha1::Phase;
+use playpen_api::BrowserSession;
+use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
+use serde_json::json;
+
+use crate::{create, session};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn status_of(api: &Api<BrowserSession>, name: &str) -> anyhow::Result<playpen_api::BrowserSessionStatus> {
+    api.get(name).await?.status.context("no status yet")
+}
+
+fn condition(s: &playpen_api::BrowserSessionStatus, t: &str) -> Option<(String, String, String)> {
+    s.conditions.iter().find(|c| c.type_ == t).map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+async fn events_for(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let list = events.list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect())
+}
+
+#[tokio::test]
+async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "rec").await?;
+    let n = ns.name.as_str();
+    let _op = RunningOperator::start(&client, n, None).await?;
+    create(
+        &client,
+        n,
+        session(
+            "demo",
+            json!({"image": "playpen/browser:test", "imagePullPolicy": "Never",
+                "launchConfig": {"executablePath": "/usr/bin/chromium", "args": ["--disable-quic"]},
+                "snapshots": {"volume": {"persistentVolumeClaim": {"size": "2Gi"}}, "retention": {"maxCount": 50}},
+                "idleTimeoutSeconds": 600,
+                "agent": {"image": "playpen/browser:test", "command": ["sleep", "infinity"]}}),
+        ),
+    )
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    let pod = eventually(WAIT, || async { Ok(pods.get("demo-browser").await?) }).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let uid = sessions.get("demo").await?.metadata.uid.context("uid")?;
+    let socket_ns = playpen_api::naming::socket_namespace(&uid);
+
+    // Pod: runtime as PID 1, session env, restricted, no token, owned.
+    let spec = pod.spec.clone().context("pod spec")?;
+    let browser = &spec.containers[0];
+    assert_eq!(browser.command.as_deref(), Some(&["/usr/local/bin/playpen-session".to_owned()][..]));
+    let env: std::collections::BTreeMap<_, _> =
+        browser.env.iter().flatten().map(|e| (e.name.clone(), e.value.clone().unwrap_or_default())).collect();
+    assert_eq!(env["PLAYWRIGHT_CLI_SESSION"], "demo");
+    assert_eq!(env["PWTEST_SOCKETS_DIR"], format!("/var/lib/playpen/pw/{socket_ns}/s"));
+    assert_eq!(env["PWTEST_DAEMON_SESSION_DIR"], format!("/var/lib/playpen/pw/{socket_ns}/d"));
+    assert_eq!(env["PLAYWRIGHT_MCP_CONFIG"], "/etc/playpen/launch/config.json");
+    assert_eq!(spec.automount_service_account_token, Some(false));
+    assert_eq!(spec.containers.len(), 2, "agent sidecar");
+    let owner = &pod.metadata.owner_references.clone().context("owner")?[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        ("BrowserSession", uid.as_str(), Some(true))
+    );
+    let seccomp = spec.security_context.and_then(|s| s.seccomp_profile).context("seccomp")?;
+    assert_eq!(seccomp.type_, "Localhost");
+    // Server-side apply with one field manager.
+    let managers: Vec<_> = pod.metadata.managed_fields.iter().flatten().filter_map(|m| m.manager.clone()).collect();
+    assert!(managers.contains(&"playpen-operator".to_owned()), "{managers:?}");
+
+    // Launch config Secret in the nested form.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), n);
+    let secret = secrets.get("demo-launch").await?;
+    let data = secret.data.context("data")?;
+    let config: serde_json::Value = serde_json::from_slice(&data["config.json"].0)?;
+    assert_eq!(config["browser"]["browserName"], "chromium");
+    assert_eq!(config["browser"]["launchOptions"]["chromiumSandbox"], true);
+    assert_eq!(config["browser"]["launchOptions"]["executablePath"], "/usr/bin/chromium");
+
+    // Service, NetworkPolicy, PVC, runtime ConfigMap.
+    let svc = Api::<Service>::namespaced(client.clone(), n).get("demo-view").await?;
+    let port = &svc.spec.clone().context("svc")?.ports.context("ports")?[0];
+    assert_eq!(port.port, 9323);
+    assert_eq!(svc.spec.and_then(|s| s.type_).as_deref(), Some("ClusterIP"));
+    let np = Api::<NetworkPolicy>::namespaced(client.clone(), n).get("demo-isolate").await?;
+    let np_spec = np.spec.context("netpol spec")?;
+    assert_eq!(np_spec.policy_types, Some(vec!["Ingress".to_owned()]));
+    assert!(np_spec.ingress.unwrap_or_default().is_empty(), "no ingress rule: deny all");
+    let pvc = Api::<PersistentVolumeClaim>::namespaced(client.clone(), n).get("demo-snapshots").await?;
+    assert!(pvc.metadata.owner_references.is_some());
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), n);
+    let runtime = |cm: ConfigMap| -> anyhow::Result<RuntimeConfig> {
+        Ok(serde_json::from_str(&cm.data.context("data")?["runtime.json"])?)
+    };
+    let rc = runtime(cms.get("demo-runtime").await?)?;
+    assert_eq!((rc.snapshot_max_count, rc.idle_timeout_seconds), (50, Some(600)));
+
+    // Status tells how to connect.
+    let status = eventually(WAIT, || async {
+        let s = status_of(&sessions, "demo").await?;
+        ensure!(s.pod_name.is_some(), "no pod in status yet");
+        Ok(s)
+    })
+    .await?;
+    assert_eq!(status.session_name.as_deref(), Some("demo"));
+    assert_eq!(status.socket_namespace.as_deref(), Some(socket_ns.as_str()));
+    let viewer = status.viewer.context("viewer")?;
+    assert_eq!(viewer.command, format!("kubectl -n {n} port-forward svc/demo-view 9323:9323"));
+    assert_eq!(status.phase, Some(Phase::Pending), "no scheduler in this tier");
+    let events = events_for(&client, n, "demo").await?;
+    assert!(events.iter().any(|(r, _)| r == "Created"), "{events:?}");
+
+    // A mutable policy field changes: the runtime ConfigMap follows.
+    sessions
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"idleTimeoutSeconds": 30,
+            "snapshots": {"retention": {"maxCount": 5}}}})),
+        )
+        .await?;
+    eventually(WAIT, || async {
+        let rc = runtime(cms.get("demo-runtime").await?)?;
+        ensure!(
+            rc.idle_timeout_seconds == Some(30) && rc.snapshot_max_count == 5,
+            "runtime config not updated: {rc:?}"
+        );
+        Ok(())
+    })
+    .await?;
+    // Drift is repaired: a hand edit of the Service port is put back.
+    let svcs: Api<Service> = Api::namespaced(client.clone(), n);
+    svcs.patch("demo-view", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"poke": "1"}}})))
+        .await?;
+    let np_api: Api<NetworkPolicy> = Api::namespaced(client.clone(), n);
+    np_api.delete("demo-isolate", &DeleteParams::default()).await?;
+    eventually(WAIT, || async { Ok(np_api.get("demo-isolate").await?) }).await?;
+    Ok(())
+}
+
+/// Writes the Pod's status as a kubelet would.
+async fn set_pod_status(pods: &Api<Pod>, status: serde_json::Value) -> anyhow::Result<()> {
+    pods.patch_status("demo-browser", &PatchParams::default(), &Patch::Merge(json!({"status": status}))).await?;
+    Ok(())
+}
+
+fn container(ready: bool, restarts: i32, state: serde_json::Value, last: serde_json::Value) -> serde_json::Value {
+    json!({"name": "browser", "ready": ready, "restartCount": restarts, "image": "i", "imageID": "",
+        "state": state, "lastState": last})
+}
+
+#[tokio::test]
+async fn pod_status_drives_phase_and_conditions_then_gc_cleans_up() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "life").await?;
+    let n = ns.name.as_str();
+    let _op = RunningOperator::start(&client, n, None).await?;
+    create(&client, n, session("demo", json!({"image": "i", "sandbox": "Disabled"}))).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    eventually(WAIT, || async { Ok(pods.get("demo-browser").await?) }).await?;
+    let phase_is = |want: Phase| {
+        let sessions = sessions.clone();
+        async move {
+            eventually(WAIT, || async {
+                let s = status_of(&sessions, "demo").await?;
+                ensure!(s.phase == Some(want), "phase {:?}, want {want:?}", s.phase);
+                Ok(s)
+            })
+            .await
+        }
+    };
+    let scheduled = json!([{"type": "PodScheduled", "status": "True"}]);
+    set_pod_status(
+        &pods,
+        json!({"phase": "Running", "conditions": scheduled,
+        "containerStatuses": [container(true, 0, json!({"running": {}}), json!({}))]}),
+    )
+    .await?;
+    let s = phase_is(Phase::Ready).await?;
+    assert_eq!(condition(&s, "Ready").map(|c| c.0), Some("True".into()));
+    assert_eq!(condition(&s, "SandboxEnforced").map(|c| (c.0, c.1)), Some(("False".into(), "Disabled".into())));
+    let events = events_for(&client, n, "demo").await?;
+    assert!(events.iter().any(|(r, _)| r == "SandboxDisabled"), "{events:?}");
+
+    let report = r#"{"reason":"NoUsableSandbox","message":"No usable sandbox! Install the playpen seccomp profile"}"#;
+    set_pod_status(
+        &pods,
+        json!({"phase": "Running", "conditions": scheduled,
+        "containerStatuses": [container(false, 2, json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+            json!({"terminated": {"exitCode": 70, "message": report}}))]}),
+    )
+    .await?;
+    let s = phase_is(Phase::Degraded).await?;
+    let browser = condition(&s, "BrowserReady").context("BrowserReady")?;
+    assert_eq!((browser.0.as_str(), browser.1.as_str()), ("False", "NoUsableSandbox"));
+    assert!(browser.2.contains("seccomp profile"));
+    assert_eq!(s.restarts, Some(2));
+
+    // Delete: kube-controller-manager's garbage collector removes every child.
+    sessions.delete("demo", &DeleteParams::foreground()).await?;
+    eventually(Duration::from_secs(60), || async {
+        let left = [
+            pods.get_opt("demo-browser").await?.is_some(),
+            Api::<Secret>::namespaced(client.clone(), n).get_opt("demo-launch").await?.is_some(),
+            Api::<ConfigMap>::namespaced(client.clone(), n).get_opt("demo-runtime").await?.is_some(),
+            Api::<Service>::namespaced(client.clone(), n).get_opt("demo-view").await?.is_some(),
+            Api::<NetworkPolicy>::namespaced(client.clone(), n).get_opt("demo-isolate").await?.is_some(),
+            sessions.get_opt("demo").await?.is_some(),
+        ];
+        if left.iter().any(|l| *l) {
+            bail!("still present (pod, secret, configmap, service, netpol, session): {left:?}");
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn missing_secret_is_a_condition_not_a_crash_loop() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "miss").await?;
+    let n = ns.name.as_str();
+    let op = RunningOperator::start(&client, n, None).await?;
+    create(&client, n, session("demo", json!({"image": "i", "launchConfig": {"secretRef": {"name": "my-config"}}})))
+        .await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let s = eventually(WAIT, || async {
+        let s = status_of(&sessions, "demo").await?;
+        ensure!(s.phase == Some(Phase::Failed), "phase {:?}", s.phase);
+        Ok(s)
+    })
+    .await?;
+    let resolved = condition(&s, "ConfigResolved").context("ConfigResolved")?;
+    assert_eq!((resolved.0.as_str(), resolved.1.as_str()), ("False", "SecretNotFound"));
+    assert!(
+        resolved.2.contains(&format!("spec.launchConfig.secretRef: Secret {n}/my-config not found")),
+        "{}",
+        resolved.2
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    assert!(pods.get_opt("demo-browser").await?.is_none(), "no Pod while a reference is missing");
+    assert_eq!(
+        op.handles
+            .metrics
+            .failures
+            .get_or_create(&playpen_operator::metrics::ErrorLabels { error: "apply".into() })
+            .get(),
+        0
+    );
+    // The user's own Secret appears: the Pod follows, mounting it unmodified.
+    let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "my-config"},
+        "stringData": {"config.json": "{\"browser\":{\"browserName\":\"chromium\"}}"}}))?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), n);
+    secrets.create(&PostParams::default(), &secret).await?;
+    let pod = eventually(WAIT, || async { Ok(pods.get("demo-browser").await?) }).await?;
+    let vols = pod.spec.and_then(|s| s.volumes).context("volumes")?;
+    let launch = vols.iter().find(|v| v.name == "launch-config").context("launch-config volume")?;
+    assert_eq!(launch.secret.as_ref().and_then(|s| s.secret_name.as_deref()), Some("my-config"));
+    assert!(Api::<Secret>::namespaced(client.clone(), n).get_opt("demo-launch").await?.is_none());
+    let mine = secrets.get("my-config").await?;
+    assert!(mine.metadata.owner_references.is_none(), "the user's Secret is not adopted");
+    assert!(
+        mine.metadata.managed_fields.iter().flatten().all(|m| m.manager.as_deref() != Some("playpen-operator")),
+        "the operator wrote nothing to the user's Secret"
+    );
+    Ok(())
+}

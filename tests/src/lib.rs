@@ -1,0 +1,165 @@
+//! Harness for tests against the real control plane started by
+//! `tests/cluster/start.sh` (the runner exports `KUBECONFIG`).
+//!
+//! Each test gets its own namespace and, when it needs one, its own
+//! in-process operator watching only that namespace, so tests run in
+//! parallel without seeing each other.
+
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use playpen_operator::build::{SeccompChoice, Settings};
+use playpen_operator::leader::LeaseConfig;
+use playpen_operator::operator::{self, Handles};
+use tokio::sync::OnceCell;
+
+/// Path of the committed CRD, relative to this crate.
+pub const CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browsersession.yaml");
+
+/// A client for the test control plane. Fails loudly when none is running.
+pub async fn client() -> anyhow::Result<Client> {
+    let path = std::env::var("KUBECONFIG").context(
+        "KUBECONFIG is not set: these tests need the real control plane. Run `bash tests/run.sh`, \
+         or `export KUBECONFIG=$(tests/cluster/start.sh | tail -1)` first",
+    )?;
+    let kubeconfig = Kubeconfig::read_from(&path).with_context(|| format!("reading {path}"))?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(Client::try_from(config)?)
+}
+
+static CRD: OnceCell<()> = OnceCell::const_new();
+
+/// Installs the committed CRD once per test binary and waits until it is served.
+pub async fn ensure_crd(client: &Client) -> anyhow::Result<()> {
+    CRD.get_or_try_init(|| async {
+        let text = std::fs::read_to_string(CRD_PATH).context("reading the committed CRD")?;
+        let crd: CustomResourceDefinition = serde_yaml::from_str(&text)?;
+        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+        api.patch("browsersessions.playpen.dev", &PatchParams::apply("playpen-tests").force(), &Patch::Apply(&crd))
+            .await
+            .context("applying the CRD")?;
+        eventually(Duration::from_secs(30), || async {
+            let crd = api.get("browsersessions.playpen.dev").await?;
+            let established = crd
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            if established {
+                Ok(())
+            } else {
+                bail!("CRD not established yet")
+            }
+        })
+        .await
+    })
+    .await
+    .copied()
+}
+
+/// A fresh namespace (deleted on drop) with its default ServiceAccount ready.
+#[derive(Debug)]
+pub struct TestNamespace {
+    /// Its name.
+    pub name: String,
+    namespaces: Api<Namespace>,
+}
+
+impl TestNamespace {
+    /// Creates `pp-<prefix>-<random>`.
+    pub async fn new(client: &Client, prefix: &str) -> anyhow::Result<Self> {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.subsec_nanos();
+        let name = format!("pp-{prefix}-{:x}", nanos ^ std::process::id());
+        let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))?;
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await?;
+        // The ServiceAccount admission plugin refuses Pods until the
+        // controller-manager has created the default ServiceAccount.
+        let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
+        eventually(Duration::from_secs(30), || async {
+            sas.get("default").await.map(|_| ()).context("default ServiceAccount")
+        })
+        .await?;
+        Ok(Self { name, namespaces: Api::all(client.clone()) })
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let api = self.namespaces.clone();
+        let name = self.name.clone();
+        // Best effort, in the background: the control plane is thrown away anyway.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move { api.delete(&name, &DeleteParams::background()).await });
+        }
+    }
+}
+
+/// Settings the tests run the operator with.
+pub fn settings() -> Settings {
+    Settings { enforced_seccomp: SeccompChoice::Localhost("playpen/chromium.json".into()), run_as_user: 1000 }
+}
+
+/// A running in-process operator; stopped on drop.
+#[derive(Debug)]
+pub struct RunningOperator {
+    /// Its metrics and address.
+    pub handles: Handles,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningOperator {
+    /// Starts an operator watching `namespace`, optionally electing through `lease`.
+    pub async fn start(client: &Client, namespace: &str, lease: Option<LeaseConfig>) -> anyhow::Result<Self> {
+        let config = operator::Config {
+            namespaces: vec![namespace.to_owned()],
+            settings: settings(),
+            http_addr: "127.0.0.1:0".parse()?,
+            lease,
+            reporter: "playpen-operator".into(),
+        };
+        let (handles, run) = operator::start(client.clone(), config).await?;
+        Ok(Self { handles, task: tokio::spawn(run) })
+    }
+
+    /// Reconciles this instance has started.
+    pub fn reconciles(&self) -> u64 {
+        self.handles.metrics.reconciles.get()
+    }
+
+    /// Stops it now.
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+}
+
+impl Drop for RunningOperator {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Retries `check` every 200 ms until it succeeds or `timeout` passes; then
+/// fails with the last error.
+pub async fn eventually<T, F, Fut>(timeout: Duration, mut check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match check().await {
+            Ok(v) => return Ok(v),
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                return Err(e.context(format!("still failing after {timeout:?}")));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
