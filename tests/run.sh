@@ -21,9 +21,12 @@ log "building tests"
 cargo test --workspace --locked --no-run
 
 log "starting the control plane"
+trap 'tests/cluster/stop.sh >/dev/null 2>&1 || true' EXIT
 KUBECONFIG="$(tests/cluster/start.sh | tail -n 1)"
 export KUBECONFIG
-trap 'tests/cluster/stop.sh >/dev/null 2>&1 || true' EXIT
+PLAYPEN_HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
+PLAYPEN_KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
+export PLAYPEN_HELM PLAYPEN_KUBECTL
 
 log "running all tests"
 cargo test --workspace --locked

@@ -22,15 +22,44 @@ use tokio::sync::OnceCell;
 /// Path of the committed CRD, relative to this crate.
 pub const CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browsersession.yaml");
 
-/// A client for the test control plane. Fails loudly when none is running.
-pub async fn client() -> anyhow::Result<Client> {
-    let path = std::env::var("KUBECONFIG").context(
+/// The admin kubeconfig of the test control plane. Fails loudly when none is running.
+pub fn kubeconfig_path() -> anyhow::Result<String> {
+    std::env::var("KUBECONFIG").context(
         "KUBECONFIG is not set: these tests need the real control plane. Run `bash tests/run.sh`, \
          or `export KUBECONFIG=$(tests/cluster/start.sh | tail -1)` first",
-    )?;
+    )
+}
+
+async fn admin_config() -> anyhow::Result<Config> {
+    let path = kubeconfig_path()?;
     let kubeconfig = Kubeconfig::read_from(&path).with_context(|| format!("reading {path}"))?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
+}
+
+/// An admin client for the test control plane.
+pub async fn client() -> anyhow::Result<Client> {
+    Ok(Client::try_from(admin_config().await?)?)
+}
+
+/// A client that impersonates `user` in `groups` (RBAC tests).
+pub async fn client_as(user: &str, groups: &[&str]) -> anyhow::Result<Client> {
+    let mut config = admin_config().await?;
+    config.auth_info.impersonate = Some(user.to_owned());
+    config.auth_info.impersonate_groups = Some(groups.iter().map(|g| (*g).to_owned()).collect());
     Ok(Client::try_from(config)?)
+}
+
+/// A client acting as ServiceAccount `namespace/name`.
+pub async fn client_as_service_account(namespace: &str, name: &str) -> anyhow::Result<Client> {
+    let user = format!("system:serviceaccount:{namespace}:{name}");
+    let ns_group = format!("system:serviceaccounts:{namespace}");
+    client_as(&user, &["system:serviceaccounts", &ns_group, "system:authenticated"]).await
+}
+
+/// A tool the runner built and exported as `var` (fails loudly when missing).
+pub fn tool(var: &str) -> anyhow::Result<String> {
+    std::env::var(var)
+        .with_context(|| format!("{var} is not set: run the tests through `bash tests/run.sh`, which builds it"))
 }
 
 static CRD: OnceCell<()> = OnceCell::const_new();
@@ -75,8 +104,10 @@ pub struct TestNamespace {
 impl TestNamespace {
     /// Creates `pp-<prefix>-<random>`.
     pub async fn new(client: &Client, prefix: &str) -> anyhow::Result<Self> {
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.subsec_nanos();
-        let name = format!("pp-{prefix}-{:x}", nanos ^ std::process::id());
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("pp-{prefix}-{:x}{seq}", nanos ^ std::process::id());
         let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))?;
         Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await?;
         // The ServiceAccount admission plugin refuses Pods until the
@@ -117,8 +148,17 @@ pub struct RunningOperator {
 impl RunningOperator {
     /// Starts an operator watching `namespace`, optionally electing through `lease`.
     pub async fn start(client: &Client, namespace: &str, lease: Option<LeaseConfig>) -> anyhow::Result<Self> {
+        Self::start_watching(client, &[namespace], lease).await
+    }
+
+    /// Starts an operator watching `namespaces`.
+    pub async fn start_watching(
+        client: &Client,
+        namespaces: &[&str],
+        lease: Option<LeaseConfig>,
+    ) -> anyhow::Result<Self> {
         let config = operator::Config {
-            namespaces: vec![namespace.to_owned()],
+            namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
             settings: settings(),
             http_addr: "127.0.0.1:0".parse()?,
             lease,

@@ -42,6 +42,8 @@ pub const DEFAULT_SNAPSHOT_MAX_COUNT: i32 = 500;
     shortname = "bs",
     category = "playpen",
     namespaced,
+    // Helm installs the CRD as a template; keep it (and every session) on uninstall.
+    annotation("helm.sh/resource-policy", "keep"),
     status = "BrowserSessionStatus",
     doc = "A sandboxed Chromium browser session driven through playwright-cli, with a pinned-port viewer reachable through kubectl port-forward.",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),

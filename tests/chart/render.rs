@@ -1,0 +1,105 @@
+//! Lint, and every value set rendered and accepted by the API server
+//! (server-side dry run); values typos and unsafe combinations refused.
+
+use playpen_tests::{client, TestNamespace};
+
+use crate::{helm, kubectl, run, CHART};
+
+const VALUE_SETS: &[(&str, &[&str])] = &[
+    ("defaults", &[]),
+    ("ha", &["--set", "replicaCount=3"]),
+    (
+        "text-logs-no-roles",
+        &["--set", "logFormat=text", "--set", "userRoles.enabled=false", "--set", "crds.install=false"],
+    ),
+    ("seccomp-installer", &["--set", "seccompProfileInstaller.enabled=true"]),
+    ("unconfined", &["--set", "sessions.enforcedSeccomp=unconfined", "--set", "leaderElection.enabled=false"]),
+];
+
+#[test]
+fn chart_lints_strictly() -> anyhow::Result<()> {
+    helm(&["lint", "--strict", CHART])?;
+    helm(&["lint", "--strict", CHART, "--set", "watchNamespaces={a,b}", "--set", "replicaCount=2"])?;
+    Ok(())
+}
+
+#[test]
+fn chart_crd_is_the_generated_crd() -> anyhow::Result<()> {
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browsersession.yaml"))?;
+    let chart = std::fs::read_to_string(format!("{CHART}/files/crds/browsersession.yaml"))?;
+    assert!(committed == chart, "charts/playpen/files/crds/browsersession.yaml differs from crds/: copy it");
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_value_set_is_accepted_by_the_api_server() -> anyhow::Result<()> {
+    let client = client().await?;
+    let release_ns = TestNamespace::new(&client, "render").await?;
+    let watched = TestNamespace::new(&client, "watched").await?;
+    let mut sets: Vec<(String, Vec<String>)> =
+        VALUE_SETS.iter().map(|(n, a)| ((*n).to_owned(), a.iter().map(|s| (*s).to_owned()).collect())).collect();
+    sets.push(("namespaced".into(), vec!["--set".into(), format!("watchNamespaces={{{}}}", watched.name)]));
+    for (name, args) in sets {
+        let mut argv = vec!["template", "pp", CHART, "--namespace", release_ns.name.as_str()];
+        argv.extend(args.iter().map(String::as_str));
+        let manifest = helm(&argv)?;
+        assert!(manifest.contains("kind: Deployment"), "{name}: no Deployment rendered");
+        kubectl(
+            &["apply", "--server-side", "--dry-run=server", "--field-manager=playpen-tests", "-f", "-"],
+            Some(&manifest),
+        )
+        .map_err(|e| e.context(format!("value set {name} refused by the API server")))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
+    let defaults = helm(&["template", "pp", CHART, "--namespace", "ops"])?;
+    assert!(defaults.lines().any(|l| l == "kind: ClusterRoleBinding"), "cluster-wide by default");
+    assert!(!defaults.contains("kind: PodDisruptionBudget"), "no PDB for one replica");
+    assert!(defaults.contains("helm.sh/resource-policy: keep"), "the CRD is kept on uninstall");
+    for needle in [
+        "runAsNonRoot: true",
+        "readOnlyRootFilesystem: true",
+        "allowPrivilegeEscalation: false",
+        "type: RuntimeDefault",
+        "path: /healthz",
+        "path: /readyz",
+    ] {
+        assert!(defaults.contains(needle), "{needle} missing from the Deployment");
+    }
+    assert!(!defaults.contains("kind: DaemonSet"), "the seccomp installer is off by default");
+    let ha = helm(&["template", "pp", CHART, "--namespace", "ops", "--set", "replicaCount=2"])?;
+    assert!(ha.contains("kind: PodDisruptionBudget"));
+    let listed = helm(&["template", "pp", CHART, "--namespace", "ops", "--set", "watchNamespaces={team-a,team-b}"])?;
+    assert_eq!(
+        listed.lines().filter(|l| *l == "kind: Role").count(),
+        3,
+        "a Role per watched namespace plus the Lease role"
+    );
+    assert!(listed.contains("namespace: team-a") && listed.contains("namespace: team-b"));
+    assert!(listed.contains("value: \"team-a,team-b\""));
+    assert!(!listed.contains("kind: ClusterRoleBinding"), "no cluster-wide grant when namespaces are listed");
+    Ok(())
+}
+
+#[test]
+fn a_values_typo_fails_with_the_key_name() -> anyhow::Result<()> {
+    let helm_bin = playpen_tests::tool("PLAYPEN_HELM")?;
+    let out = run(&helm_bin, &["template", "pp", CHART, "--set", "imagee.tag=x"], None)?;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("imagee"), "the error names the unknown key: {err}");
+    let out = run(&helm_bin, &["template", "pp", CHART, "--set", "sessions.enforcedSeccomp=off"], None)?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("enforcedSeccomp"), "{err}");
+    let out = run(
+        &helm_bin,
+        &["template", "pp", CHART, "--set", "replicaCount=2", "--set", "leaderElection.enabled=false"],
+        None,
+    )?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("replicaCount > 1 needs leaderElection.enabled=true"), "{err}");
+    Ok(())
+}
