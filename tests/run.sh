@@ -28,5 +28,6 @@ PLAYPEN_HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
 PLAYPEN_KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
 export PLAYPEN_HELM PLAYPEN_KUBECTL
 
+PLAYPEN_TEST_CLI_PREFIX="$(tests/session/setup.sh | tail -n 1)"; export PLAYPEN_TEST_CLI_PREFIX
 log "running all tests"
 cargo test --workspace --locked

@@ -19,6 +19,9 @@ use serde_json::json;
 use crate::access::can;
 use crate::{helm, CHART};
 
+/// (verb, API group, resource, subresource, namespace) of one access check.
+type Check<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, Option<&'a str>);
+
 const RELEASE: &str = "pp";
 const FULLNAME: &str = "pp-playpen";
 
@@ -88,7 +91,7 @@ async fn install_run_as_chart_account_upgrade_uninstall() -> anyhow::Result<()> 
     Api::<Secret>::namespaced(admin.clone(), &other.name).create(&PostParams::default(), &secret).await?;
     let denied = Api::<Secret>::namespaced(sa.clone(), &other.name).get("not-yours").await;
     assert!(matches!(denied, Err(kube::Error::Api(ref s)) if s.code == 403), "read a Secret elsewhere: {denied:?}");
-    let forbidden: &[(&str, &str, &str, Option<&str>, Option<&str>)] = &[
+    let forbidden: &[Check<'_>] = &[
         ("list", "", "secrets", None, Some(w)),
         ("watch", "", "secrets", None, Some(w)),
         ("get", "", "secrets", None, Some(other.name.as_str())),

@@ -210,6 +210,9 @@ launch() {
 }
 
 # ---- etcd ----------------------------------------------------------------------
+# --unsafe-no-fsync: a throwaway test cluster. With fsync, a busy 2-core VM
+# (builds running beside the tests) pushed etcd transactions past the
+# API server's deadline and Service creation timed out.
 launch etcd "${ETCD_BIN}/etcd" \
   --name=playpen \
   --data-dir="${STATE}/etcd" \
@@ -219,6 +222,7 @@ launch etcd "${ETCD_BIN}/etcd" \
   --initial-advertise-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" \
   --initial-cluster="playpen=http://127.0.0.1:${ETCD_PEER_PORT}" \
   --initial-cluster-state=new \
+  --unsafe-no-fsync \
   --log-level=warn
 wait_for 30 "etcd health" etcd etcd_healthy
 

@@ -11,7 +11,7 @@ use kube::Client;
 use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
-use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
+use playpen_tests::{client, ensure_crd, eventually, http_get, RunningOperator, TestNamespace};
 use serde_json::json;
 
 use crate::{create, session};
@@ -43,7 +43,7 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
     ensure_crd(&client).await?;
     let ns = TestNamespace::new(&client, "rec").await?;
     let n = ns.name.as_str();
-    let _op = RunningOperator::start(&client, n, None).await?;
+    let op = RunningOperator::start(&client, n, None).await?;
     create(
         &client,
         n,
@@ -99,7 +99,8 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
     let svc = Api::<Service>::namespaced(client.clone(), n).get("demo-view").await?;
     let port = &svc.spec.clone().context("svc")?.ports.context("ports")?[0];
     assert_eq!(port.port, 9323);
-    assert_eq!(svc.spec.and_then(|s| s.type_).as_deref(), Some("ClusterIP"));
+    assert_eq!(svc.spec.as_ref().and_then(|s| s.type_.as_deref()), Some("ClusterIP"));
+    assert_eq!(svc.spec.and_then(|s| s.cluster_ip).as_deref(), Some("None"), "headless");
     let np = Api::<NetworkPolicy>::namespaced(client.clone(), n).get("demo-isolate").await?;
     let np_spec = np.spec.context("netpol spec")?;
     assert_eq!(np_spec.policy_types, Some(vec!["Ingress".to_owned()]));
@@ -153,6 +154,54 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
     let np_api: Api<NetworkPolicy> = Api::namespaced(client.clone(), n);
     np_api.delete("demo-isolate", &DeleteParams::default()).await?;
     eventually(WAIT, || async { Ok(np_api.get("demo-isolate").await?) }).await?;
+
+    // Idempotent: with nothing to change, a reconcile rewrites no child (a
+    // rewrite would be a watch event, hence another reconcile: a hot loop).
+    let versions = || async {
+        Ok::<_, anyhow::Error>([
+            pods.get("demo-browser").await?.metadata.resource_version,
+            cms.get("demo-runtime").await?.metadata.resource_version,
+            svcs.get("demo-view").await?.metadata.resource_version,
+            np_api.get("demo-isolate").await?.metadata.resource_version,
+            secrets.get("demo-launch").await?.metadata.resource_version,
+        ])
+    };
+    let before = versions().await?;
+    let reconciles_before = op.reconciles();
+    sessions
+        .patch("demo", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"poke": "1"}}})))
+        .await?;
+    eventually(WAIT, || async {
+        ensure!(op.reconciles() > reconciles_before, "the annotation did not trigger a reconcile");
+        Ok(())
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(versions().await?, before, "a no-op reconcile rewrote a child");
+    let settled = op.reconciles();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(op.reconciles() <= settled + 1, "reconciles keep coming: {} -> {}", settled, op.reconciles());
+
+    // The service endpoints.
+    let addr = op.handles.http_addr;
+    assert_eq!(http_get(addr, "/healthz").await?.0, 200);
+    assert_eq!(http_get(addr, "/readyz").await?.0, 200);
+    let (code, metrics) = http_get(addr, "/metrics").await?;
+    assert_eq!(code, 200);
+    let reconciles: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("playpen_reconciles_total "))
+        .context("playpen_reconciles_total")?
+        .trim()
+        .parse()?;
+    assert!(reconciles >= 2.0, "{metrics}");
+    assert!(metrics.contains("playpen_reconcile_duration_seconds_bucket"), "{metrics}");
+    eventually(WAIT, || async {
+        let (_, m) = http_get(addr, "/metrics").await?;
+        ensure!(m.contains("playpen_sessions{phase=\"Pending\"} 1"), "sessions gauge not updated: {m}");
+        Ok(())
+    })
+    .await?;
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service}
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
@@ -167,9 +167,13 @@ pub fn error_policy(bs: Arc<BrowserSession>, error: &Error, ctx: Arc<Context>) -
             *n
         })
         .unwrap_or(1);
-    let note = error.to_string();
-    let publisher = ctx.clone();
-    tokio::spawn(async move { publisher.publish(&bs, EventType::Warning, "ReconcileFailed", note).await });
+    // One Event per failure streak (and every 16th retry), so a struggling
+    // API server is not also flooded with Events.
+    if attempts == 1 || attempts.is_multiple_of(16) {
+        let note = error.to_string();
+        let publisher = ctx.clone();
+        tokio::spawn(async move { publisher.publish(&bs, EventType::Warning, "ReconcileFailed", note).await });
+    }
     let secs = 1u64 << attempts.saturating_sub(1).min(9);
     Action::requeue(Duration::from_secs(secs.min(300)))
 }
@@ -207,7 +211,12 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
     // in the cluster (and hold them in memory); the periodic requeue
     // repairs drift of the generated launch config instead.
     let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=playpen-operator");
+    // Creating one session makes five child events and a status update:
+    // the debounce folds them into one reconcile; the concurrency bound caps
+    // memory and API pressure when a thousand sessions arrive at once.
+    let config = controller::Config::default().debounce(Duration::from_millis(300)).concurrency(16);
     Controller::new(api::<BrowserSession>(client, namespace), watcher::Config::default())
+        .with_config(config)
         .owns(api::<Pod>(client, namespace), owned.clone())
         .owns(api::<ConfigMap>(client, namespace), owned.clone())
         .owns(api::<Service>(client, namespace), owned.clone())

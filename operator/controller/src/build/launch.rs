@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::ByteString;
 use playpen_api::layout::{LAUNCH_CONFIG_KEY, PROFILE_DIR};
 use playpen_api::v1alpha1::SandboxMode;
 use playpen_api::{BrowserSession, BrowserSessionSpec};
@@ -44,7 +45,9 @@ pub fn launch_secret(bs: &BrowserSession, id: &Identity) -> Result<Option<Secret
     Ok(Some(Secret {
         metadata: child_meta(id, &id.names.launch_secret, "launch-config"),
         type_: Some("Opaque".into()),
-        string_data: Some(BTreeMap::from([(LAUNCH_CONFIG_KEY.to_owned(), config)])),
+        // `data`, not `stringData`: the API server never stores stringData,
+        // so applying it would look like a change on every reconcile.
+        data: Some(BTreeMap::from([(LAUNCH_CONFIG_KEY.to_owned(), ByteString(config.into_bytes()))])),
         immutable: Some(false),
         ..Secret::default()
     }))

@@ -157,8 +157,8 @@ fn launch_config_is_nested_and_sandboxed_by_default() {
     );
     assert!(cfg.get("browserName").is_none(), "flat browserName is ignored by the CLI");
     let secret = build(&bs).launch_secret.expect("secret");
-    let text = &secret.string_data.expect("data")["config.json"];
-    assert_eq!(serde_json::from_str::<serde_json::Value>(text).expect("json"), cfg);
+    let bytes = &secret.data.expect("data")["config.json"].0;
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(bytes).expect("json"), cfg);
 }
 
 #[test]
@@ -235,6 +235,7 @@ fn viewer_service_pins_port_and_disabled_viewer_has_none() {
     let svc = build(&bs).viewer_service.expect("svc");
     let spec = svc.spec.expect("spec");
     assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+    assert_eq!(spec.cluster_ip.as_deref(), Some("None"), "headless: no virtual IP for a port-forward target");
     let port = &spec.ports.expect("ports")[0];
     assert_eq!(port.port, 9400);
     assert_eq!(port.target_port, Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(9400)));
@@ -252,7 +253,7 @@ fn network_policy_denies_all_ingress_to_the_pod() {
     let np = build(&minimal()).network_policy;
     let spec = np.spec.expect("spec");
     assert_eq!(spec.policy_types, Some(vec!["Ingress".into()]));
-    assert_eq!(spec.ingress, Some(vec![]));
+    assert_eq!(spec.ingress, None, "no rule: deny all");
     let sel = spec.pod_selector.and_then(|s| s.match_labels).expect("sel");
     assert_eq!(sel, pod_selector("demo"));
 }

@@ -1,0 +1,287 @@
+//! Command line, environment and the mounted `runtime.json`: everything the
+//! runtime is told, and the scrubbed environment its children get.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use playpen_api::layout::{env, RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, TERMINATION_MESSAGE_PATH};
+use playpen_api::runtime_config::RuntimeConfig;
+
+use crate::error::Fatal;
+
+/// `playpen-session`: the browser container's PID 1.
+#[derive(Debug, Parser)]
+#[command(name = "playpen-session", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Options shared by every subcommand.
+    #[command(flatten)]
+    pub options: Options,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the session (the container's entrypoint).
+    Run,
+    /// Readiness probe: exit 0 when the daemon and, if enabled, the viewer answer.
+    Probe,
+}
+
+/// Options, each also settable through the environment.
+#[derive(Debug, Clone, Args)]
+pub struct Options {
+    /// The runtime configuration (runtime.json).
+    #[arg(long, global = true, env = env::RUNTIME_CONFIG, default_value_t = default_config_path())]
+    pub config: String,
+    /// The `playwright-cli` launcher (a path, or a name looked up on PATH).
+    #[arg(long, global = true, env = "PLAYPEN_CLI", default_value = "playwright-cli")]
+    pub cli: String,
+    /// The Node.js interpreter that runs the CLI's daemon and dashboard.
+    #[arg(long, global = true, env = "PLAYPEN_NODE", default_value = "node")]
+    pub node: String,
+    /// The installed `@playwright/cli` package directory; by default resolved
+    /// from the launcher (the package its symlink points into).
+    #[arg(long, global = true, env = "PLAYPEN_CLI_PACKAGE")]
+    pub cli_package: Option<PathBuf>,
+    /// Where the termination message is written.
+    #[arg(long, global = true, env = "PLAYPEN_TERMINATION_LOG", default_value = TERMINATION_MESSAGE_PATH)]
+    pub termination_log: PathBuf,
+    /// Time allowed for a graceful close on SIGTERM (keep it under the Pod's grace period).
+    #[arg(long, global = true, env = "PLAYPEN_GRACE_SECONDS", default_value_t = 25)]
+    pub grace_seconds: u64,
+    /// How often snapshot retention runs.
+    #[arg(long, global = true, env = "PLAYPEN_RETENTION_INTERVAL_SECONDS", default_value_t = 30)]
+    pub retention_interval_seconds: u64,
+    /// Snapshots younger than this are never pruned (the CLI may still write them).
+    #[arg(long, global = true, env = "PLAYPEN_RETENTION_GRACE_SECONDS", default_value_t = 10)]
+    pub retention_grace_seconds: u64,
+}
+
+fn default_config_path() -> String {
+    format!("{RUNTIME_CONFIG_DIR}/{RUNTIME_CONFIG_KEY}")
+}
+
+impl Options {
+    /// The SIGTERM budget.
+    pub fn grace(&self) -> Duration {
+        Duration::from_secs(self.grace_seconds)
+    }
+
+    /// How often the mutable policy (retention, lifetime) is re-read and applied.
+    pub fn retention_interval(&self) -> Duration {
+        Duration::from_secs(self.retention_interval_seconds.max(1))
+    }
+}
+
+/// Reads and checks `runtime.json`.
+pub fn load(path: &Path) -> Result<RuntimeConfig, Fatal> {
+    let fail = |message: String| Fatal::Config { path: path.to_owned(), message };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    let config: RuntimeConfig = serde_json::from_str(&text).map_err(|e| fail(format!("invalid JSON: {e}")))?;
+    validate(&config).map_err(fail)?;
+    Ok(config)
+}
+
+/// Checks what serde cannot: absolute paths and sane numbers. The session
+/// name's length is left to the socket budget check, which names the limit.
+pub fn validate(config: &RuntimeConfig) -> Result<(), String> {
+    let name = &config.session_name;
+    let name_ok = name.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
+    if !name_ok {
+        return Err(format!(
+            "sessionName {name:?} must start with a lowercase letter or digit and hold only [a-z0-9._-]"
+        ));
+    }
+    for (field, value) in [
+        ("socketsDir", &config.sockets_dir),
+        ("daemonSessionDir", &config.daemon_session_dir),
+        ("launchConfig", &config.launch_config),
+        ("outputDir", &config.output_dir),
+    ] {
+        if !Path::new(value).is_absolute() {
+            return Err(format!("{field} must be an absolute path, got {value:?}"));
+        }
+    }
+    if config.sockets_dir == config.daemon_session_dir {
+        return Err("socketsDir and daemonSessionDir must differ".into());
+    }
+    if config.snapshot_max_count < 1 {
+        return Err(format!("snapshotMaxCount must be at least 1, got {}", config.snapshot_max_count));
+    }
+    if config.snapshot_max_age_seconds < 1 {
+        return Err(format!("snapshotMaxAgeSeconds must be at least 1, got {}", config.snapshot_max_age_seconds));
+    }
+    if config.viewer_port == Some(0) {
+        return Err("viewerPort must be a fixed port, not 0".into());
+    }
+    Ok(())
+}
+
+/// Variables passed through from the runtime's own environment to its
+/// children when set. Everything else (tokens, the runtime's own settings)
+/// stays out of their processes.
+const PASS_THROUGH: &[&str] =
+    &["PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "PLAYWRIGHT_BROWSERS_PATH", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"];
+
+/// The environment of every child (daemon, dashboard, `close`): the session's
+/// own variables from `config`, `HOME`, and the pass-through list.
+pub fn child_env(
+    config: &RuntimeConfig,
+    home: &Path,
+    inherited: impl Fn(&str) -> Option<String>,
+) -> Vec<(String, String)> {
+    let mut vars: Vec<(String, String)> =
+        PASS_THROUGH.iter().filter_map(|name| inherited(name).map(|value| ((*name).to_owned(), value))).collect();
+    if !vars.iter().any(|(name, _)| name == "PATH") {
+        vars.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    }
+    vars.extend([
+        ("HOME".to_owned(), home.display().to_string()),
+        (env::CLI_SESSION.to_owned(), config.session_name.clone()),
+        (env::SOCKETS_DIR.to_owned(), config.sockets_dir.clone()),
+        (env::DAEMON_SESSION_DIR.to_owned(), config.daemon_session_dir.clone()),
+        (env::MCP_CONFIG.to_owned(), config.launch_config.clone()),
+        (env::MCP_OUTPUT_DIR.to_owned(), config.output_dir.clone()),
+        // The CLI otherwise asks the npm registry for a newer version.
+        ("NO_UPDATE_NOTIFIER".to_owned(), "1".to_owned()),
+    ]);
+    vars
+}
+
+/// Resolves a program name on `path_var` the way `execvp` would; a name with
+/// a slash is taken as a path.
+pub fn which(program: &str, path_var: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    path_var.split(':').filter(|dir| !dir.is_empty()).map(|dir| Path::new(dir).join(program)).find(|candidate| {
+        std::fs::metadata(candidate)
+            .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0)
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use playpen_api::v1alpha1::SandboxMode;
+
+    pub(crate) fn sample() -> RuntimeConfig {
+        RuntimeConfig {
+            session_name: "demo".into(),
+            sockets_dir: "/var/lib/playpen/pw/1a2b3c4d/s".into(),
+            daemon_session_dir: "/var/lib/playpen/pw/1a2b3c4d/d".into(),
+            launch_config: "/etc/playpen/launch/config.json".into(),
+            output_dir: "/var/lib/playpen/snapshots".into(),
+            sandbox: SandboxMode::Enforced,
+            viewer_port: Some(9323),
+            snapshot_max_age_seconds: 3600,
+            snapshot_max_count: 500,
+            idle_timeout_seconds: None,
+            max_lifetime_seconds: None,
+            auth_state_file: None,
+        }
+    }
+
+    #[test]
+    fn the_documented_example_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime.json");
+        let doc = r#"{"sessionName":"demo","socketsDir":"/var/lib/playpen/pw/1a2b3c4d/s",
+            "daemonSessionDir":"/var/lib/playpen/pw/1a2b3c4d/d","launchConfig":"/etc/playpen/launch/config.json",
+            "outputDir":"/var/lib/playpen/snapshots","sandbox":"Enforced","viewerPort":9323,
+            "snapshotMaxAgeSeconds":3600,"snapshotMaxCount":500,"idleTimeoutSeconds":900,
+            "maxLifetimeSeconds":14400,"authStateFile":"/etc/playpen/auth/state.json"}"#;
+        std::fs::write(&path, doc).unwrap();
+        let config = load(&path).unwrap();
+        assert_eq!(config.session_name, "demo");
+        assert_eq!(config.viewer_port, Some(9323));
+    }
+
+    #[test]
+    fn unreadable_unknown_and_relative_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = load(&dir.path().join("nope.json")).unwrap_err();
+        assert_eq!(missing.reason(), "RuntimeConfigInvalid");
+        assert!(missing.to_string().contains("cannot read it"));
+
+        let path = dir.path().join("runtime.json");
+        let mut value = serde_json::to_value(sample()).unwrap();
+        value["surprise"] = serde_json::json!(1);
+        std::fs::write(&path, value.to_string()).unwrap();
+        assert!(load(&path).unwrap_err().to_string().contains("unknown field `surprise`"));
+
+        let mut relative = sample();
+        relative.output_dir = "snapshots".into();
+        assert!(validate(&relative).unwrap_err().contains("outputDir must be an absolute path"));
+    }
+
+    #[test]
+    fn bad_names_and_numbers_are_refused() {
+        for name in ["", "Demo", "-x", "a b", "a/b"] {
+            let mut c = sample();
+            c.session_name = name.into();
+            assert!(validate(&c).unwrap_err().contains("sessionName"), "{name:?}");
+        }
+        let mut c = sample();
+        c.snapshot_max_count = 0;
+        assert!(validate(&c).is_err());
+        let mut c = sample();
+        c.snapshot_max_age_seconds = 0;
+        assert!(validate(&c).is_err());
+        let mut c = sample();
+        c.viewer_port = Some(0);
+        assert!(validate(&c).is_err());
+        let mut c = sample();
+        c.daemon_session_dir = c.sockets_dir.clone();
+        assert!(validate(&c).is_err());
+        // Length is the budget check's business, not the name rule's.
+        let mut c = sample();
+        c.session_name = "a".repeat(80);
+        assert!(validate(&c).is_ok());
+    }
+
+    #[test]
+    fn children_get_the_session_env_and_nothing_secret() {
+        let inherited = |name: &str| match name {
+            "PATH" => Some("/opt/bin:/usr/bin".to_owned()),
+            "AWS_SECRET_ACCESS_KEY" | "KUBERNETES_SERVICE_HOST" => Some("secret".to_owned()),
+            _ => None,
+        };
+        let vars = child_env(&sample(), Path::new("/var/lib/playpen/home"), inherited);
+        let get = |n: &str| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+        assert_eq!(get("PATH"), Some("/opt/bin:/usr/bin"));
+        assert_eq!(get("HOME"), Some("/var/lib/playpen/home"));
+        assert_eq!(get("PLAYWRIGHT_CLI_SESSION"), Some("demo"));
+        assert_eq!(get("PWTEST_SOCKETS_DIR"), Some("/var/lib/playpen/pw/1a2b3c4d/s"));
+        assert_eq!(get("PWTEST_DAEMON_SESSION_DIR"), Some("/var/lib/playpen/pw/1a2b3c4d/d"));
+        assert_eq!(get("PLAYWRIGHT_MCP_CONFIG"), Some("/etc/playpen/launch/config.json"));
+        assert_eq!(get("PLAYWRIGHT_MCP_OUTPUT_DIR"), Some("/var/lib/playpen/snapshots"));
+        assert_eq!(get("AWS_SECRET_ACCESS_KEY"), None);
+        assert_eq!(get("KUBERNETES_SERVICE_HOST"), None);
+        assert_eq!(get(env::RUNTIME_CONFIG), None);
+    }
+
+    #[test]
+    fn path_gets_a_default_when_unset() {
+        let vars = child_env(&sample(), Path::new("/h"), |_| None);
+        assert!(vars.iter().any(|(k, v)| k == "PATH" && v.contains("/usr/bin")));
+    }
+
+    #[test]
+    fn which_finds_executables_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("tool");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        std::fs::write(dir.path().join("plain"), "").unwrap();
+        std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let path_var = format!("/nonexistent:{}", dir.path().display());
+        assert_eq!(which("tool", &path_var), Some(exe));
+        assert_eq!(which("plain", &path_var), None);
+        assert_eq!(which("/abs/x", ""), Some(PathBuf::from("/abs/x")));
+    }
+}

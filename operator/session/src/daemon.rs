@@ -1,0 +1,358 @@
+//! The playwright-cli daemon as a supervised child. It is started the way
+//! `playwright-cli open` starts it (`node <playwright-core>/lib/entry/cliDaemon.js
+//! <session>`, see `Session.startDaemon` in 0.1.22) but as the runtime's own
+//! child, so its exit is seen and it is restarted. A start counts only once
+//! the daemon prints `Daemon listening on`; a start that fails or times out
+//! is torn down (its whole process group), never recorded as running.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use tokio::process::Child;
+use tokio::sync::{mpsc, watch};
+
+use crate::error::Fatal;
+use crate::output::{pump, Tail};
+use crate::profile::{clear_stale_locks, copy_owner_only};
+use crate::reaper::{live_orphans, Managed};
+use crate::shutdown::run_to_end;
+use crate::supervisor::{signal_group, Backoff, ChildSpec};
+
+/// What the daemon prints once its socket listens.
+pub const READY_MARKER: &str = "Daemon listening on";
+/// Consecutive failed starts before the runtime gives up.
+const MAX_FAILED_STARTS: u32 = 5;
+
+/// The daemon's state, published for the probe, the shutdown and the logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonState {
+    /// Not running yet, or between restarts.
+    Starting,
+    /// Listening; `pid` leads the daemon's process group.
+    Running {
+        /// The daemon's PID.
+        pid: u32,
+    },
+    /// Stopped for good.
+    Stopped,
+}
+
+/// The daemon's argv after the interpreter: entry script, session and the
+/// idle timeout. Without one configured, `0` turns the CLI's own one-hour
+/// idle close off (it would silently reset the session).
+pub fn daemon_args(entry: &str, session: &str, idle: Option<Duration>) -> Vec<String> {
+    let idle_ms = idle.map_or(0, |d| d.as_millis());
+    vec![entry.to_owned(), session.to_owned(), format!("--idle-timeout={idle_ms}")]
+}
+
+/// Classifies a failed start from the daemon's output. Playwright reports
+/// both cases as "Chromium sandboxing failed!"; Chromium's own line says which.
+pub fn classify_failure(output: &str) -> Option<Fatal> {
+    let line = |needle: &str| output.lines().find(|l| l.contains(needle)).map(|l| l.trim().to_owned());
+    if let Some(detail) = line("crbug.com/638180") {
+        return Some(Fatal::SandboxAsRoot { detail });
+    }
+    line("No usable sandbox")
+        .or_else(|| line("crbug.com/357670"))
+        .or_else(|| line("sandboxing failed"))
+        .map(|detail| Fatal::NoUsableSandbox { detail })
+}
+
+/// How to run the daemon.
+#[derive(Debug, Clone)]
+pub struct DaemonPlan {
+    /// The daemon process.
+    pub spec: ChildSpec,
+    /// How long a start may take.
+    pub start_timeout: Duration,
+    /// A persistent profile whose stale locks are removed before each start.
+    pub user_data_dir: Option<PathBuf>,
+    /// Auth state loaded after each start.
+    pub auth: Option<AuthLoad>,
+    /// With an idle timeout, a daemon that exits 0 closed its browser on
+    /// purpose (idle, or an agent's `close`): the session ends instead of
+    /// restarting.
+    pub end_on_clean_exit: bool,
+}
+
+/// Loads a mounted auth state into the session after the daemon starts.
+#[derive(Debug, Clone)]
+pub struct AuthLoad {
+    /// The mounted state file.
+    pub source: PathBuf,
+    /// Its owner-only copy in the namespace.
+    pub copy: PathBuf,
+    /// `playwright-cli state-load <copy>`.
+    pub command: ChildSpec,
+}
+
+impl AuthLoad {
+    async fn load(&self, managed: &Managed) {
+        if let Err(err) = copy_owner_only(&self.source, &self.copy) {
+            tracing::error!(source = %self.source.display(), %err, "cannot copy the auth state; the session starts without it");
+            return;
+        }
+        run_to_end(&self.command, Duration::from_secs(30), managed).await;
+    }
+}
+
+/// Waits up to `patience` for adopted orphans to exit, then kills the rest.
+pub async fn kill_orphans(managed: &Managed, patience: Duration) {
+    let deadline = Instant::now() + patience;
+    while !live_orphans(managed).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for pid in live_orphans(managed) {
+        tracing::warn!(pid, "killing a leftover process");
+        signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+        if let Ok(raw) = i32::try_from(pid) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+enum StartError {
+    Fatal(Fatal),
+    Retry(String),
+}
+
+async fn start(spec: &ChildSpec, timeout: Duration, managed: &Managed) -> Result<(Child, u32), StartError> {
+    let mut child =
+        spec.spawn().map_err(|e| StartError::Fatal(Fatal::DaemonStart(format!("{}: {e}", spec.program.display()))))?;
+    let Some(pid) = child.id() else {
+        return Err(StartError::Retry("the daemon exited at once".into()));
+    };
+    managed.add(pid);
+    let tail = Tail::default();
+    let mut stdout = child.stdout.take().map(|s| pump(spec.name, "stdout", s, tail.clone()));
+    if let Some(stderr) = child.stderr.take() {
+        drop(pump(spec.name, "stderr", stderr, tail.clone()));
+    }
+    let ready = async {
+        while let Some(line) = stdout.as_mut()?.recv().await {
+            if line.contains(READY_MARKER) {
+                return Some(());
+            }
+        }
+        None
+    };
+    match tokio::time::timeout(timeout, ready).await {
+        Ok(Some(())) => Ok((child, pid)),
+        outcome => {
+            signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+            let status = child.wait().await;
+            managed.remove(pid);
+            let why = if outcome.is_err() { format!("not listening after {timeout:?}") } else { format!("{status:?}") };
+            let output = tail.text();
+            tracing::warn!(pid, %why, "daemon start failed");
+            match classify_failure(&format!("{}\n{output}", tail.notable())) {
+                Some(fatal) => Err(StartError::Fatal(fatal)),
+                None => Err(StartError::Retry(format!("{why}; output:\n{output}"))),
+            }
+        }
+    }
+}
+
+/// Runs the daemon until `stop` turns true; restarts it on exit with backoff.
+/// Returns an error only for a fatal start failure.
+pub async fn supervise(
+    plan: DaemonPlan,
+    managed: Managed,
+    state: watch::Sender<DaemonState>,
+    mut stop: watch::Receiver<bool>,
+    exited: mpsc::UnboundedSender<u32>,
+) -> Result<(), Fatal> {
+    let mut backoff = Backoff::default();
+    let mut failed_starts = 0;
+    while !*stop.borrow() {
+        let started = Instant::now();
+        if let Some(profile) = &plan.user_data_dir {
+            let removed = clear_stale_locks(profile);
+            if removed > 0 {
+                tracing::info!(removed, profile = %profile.display(), "removed stale Chromium profile locks");
+            }
+        }
+        // SIGTERM during a start abandons it (the child is killed on drop).
+        let attempt = tokio::select! {
+            attempt = start(&plan.spec, plan.start_timeout, &managed) => attempt,
+            _ = stop.changed() => break,
+        };
+        match attempt {
+            Ok((mut child, pid)) => {
+                failed_starts = 0;
+                tracing::info!(pid, "daemon running");
+                if let Some(auth) = &plan.auth {
+                    auth.load(&managed).await;
+                }
+                let _ = state.send(DaemonState::Running { pid });
+                let status = child.wait().await;
+                managed.remove(pid);
+                tracing::warn!(pid, ?status, "daemon exited");
+                let ended = plan.end_on_clean_exit && status.as_ref().is_ok_and(std::process::ExitStatus::success);
+                // Its browser runs in a process group of its own and is adopted by us when the
+                // daemon dies: let it go (it exits when its pipe closes), then kill what is left,
+                // so that a restart never leaves two browsers on one profile.
+                signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+                kill_orphans(&managed, Duration::from_secs(5)).await;
+                let _ = exited.send(pid);
+                if ended {
+                    tracing::info!(
+                        "the daemon closed its browser on purpose (idle timeout or close): ending the session"
+                    );
+                    break;
+                }
+                let _ = state.send(DaemonState::Starting);
+            }
+            Err(StartError::Fatal(fatal)) => return Err(fatal),
+            Err(StartError::Retry(why)) => {
+                failed_starts += 1;
+                if failed_starts >= MAX_FAILED_STARTS {
+                    return Err(Fatal::DaemonStart(format!("{failed_starts} starts in a row failed; last: {why}")));
+                }
+            }
+        }
+        if *stop.borrow() {
+            break;
+        }
+        let delay = backoff.after_run(started.elapsed());
+        tracing::info!(?delay, "restarting the daemon");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            _ = stop.changed() => {}
+        }
+    }
+    let _ = state.send(DaemonState::Stopped);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_mirror_the_cli_and_turn_its_idle_close_off() {
+        assert_eq!(
+            daemon_args("/c/lib/entry/cliDaemon.js", "demo", None),
+            ["/c/lib/entry/cliDaemon.js", "demo", "--idle-timeout=0"]
+        );
+        assert_eq!(daemon_args("e.js", "demo", Some(Duration::from_secs(900)))[2], "--idle-timeout=900000");
+    }
+
+    #[test]
+    fn no_usable_sandbox_is_fatal_and_other_failures_are_not() {
+        let out = "browserType.launch: Target page, context or browser has been closed\n[pid=1][err] [1:1:FATAL:zygote_host_impl_linux.cc(128)] No usable sandbox! If you are running on Ubuntu 23.10+ ...\n";
+        let fatal = classify_failure(out).unwrap();
+        assert_eq!(fatal.reason(), "NoUsableSandbox");
+        assert!(fatal.to_string().contains("seccomp"), "the remedy is named");
+        assert!(fatal.to_string().contains("FATAL:zygote"), "the daemon's line is quoted");
+        assert!(classify_failure("Error: ECONNREFUSED").is_none());
+        let root = "Chromium sandboxing failed!\n  - [pid=1][err] ERROR:zygote_host_impl_linux.cc:103] Running as root without --no-sandbox is not supported. See https://crbug.com/638180.";
+        let fatal = classify_failure(root).unwrap();
+        assert_eq!(fatal.reason(), "SandboxRequiresNonRoot");
+        assert!(fatal.to_string().contains("runAsNonRoot"), "{fatal}");
+        assert_eq!(classify_failure("Chromium sandboxing failed!").unwrap().reason(), "NoUsableSandbox");
+    }
+
+    fn plan(spec: ChildSpec) -> DaemonPlan {
+        DaemonPlan {
+            spec,
+            start_timeout: Duration::from_secs(5),
+            user_data_dir: None,
+            auth: None,
+            end_on_clean_exit: false,
+        }
+    }
+
+    fn sh(script: &str) -> ChildSpec {
+        ChildSpec {
+            name: "fake-daemon",
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            cwd: "/".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_start_that_never_listens_is_torn_down_and_not_recorded() {
+        let managed = Managed::default();
+        let spec = sh("echo booting; exec sleep 30");
+        let before = Instant::now();
+        let err = start(&spec, Duration::from_millis(500), &managed).await.err().unwrap();
+        assert!(before.elapsed() < Duration::from_secs(5), "the timeout bounds the wait");
+        let StartError::Retry(why) = err else { panic!("expected a retryable failure") };
+        assert!(why.contains("not listening") && why.contains("booting"), "{why}");
+        assert!(managed.is_empty(), "nothing is recorded as running");
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_failure_stops_the_supervisor_with_its_reason() {
+        let (state, _rx) = watch::channel(DaemonState::Starting);
+        let (_stop_tx, stop) = watch::channel(false);
+        let (exited, _e) = mpsc::unbounded_channel();
+        let spec = sh("echo 'FATAL: No usable sandbox!'; exit 1");
+        let err = supervise(plan(spec), Managed::default(), state, stop, exited).await.unwrap_err();
+        assert_eq!(err.reason(), "NoUsableSandbox");
+    }
+
+    #[tokio::test]
+    async fn an_exiting_daemon_is_restarted_until_stopped() {
+        let (state, mut states) = watch::channel(DaemonState::Starting);
+        let (stop_tx, stop) = watch::channel(false);
+        let (exited, mut exits) = mpsc::unbounded_channel();
+        let spec = sh("echo 'Daemon listening on /x.sock'; sleep 0.2; exit 3");
+        let task = tokio::spawn(supervise(plan(spec), Managed::default(), state, stop, exited));
+        let first = exits.recv().await.unwrap();
+        let second = exits.recv().await.unwrap();
+        assert_ne!(first, second, "a new process each time");
+        stop_tx.send(true).unwrap();
+        task.await.unwrap().unwrap();
+        states.changed().await.ok();
+        assert_eq!(*states.borrow(), DaemonState::Stopped);
+    }
+
+    #[tokio::test]
+    async fn with_an_idle_timeout_a_clean_exit_ends_the_session_and_a_crash_does_not() {
+        let (state, states) = watch::channel(DaemonState::Starting);
+        let (_stop_tx, stop) = watch::channel(false);
+        let (exited, mut exits) = mpsc::unbounded_channel();
+        // First run crashes (restarted), second exits 0 (ends).
+        let marker = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+        let script = format!(
+            "echo 'Daemon listening on /x.sock'; sleep 0.1; if [ -e {m} ]; then rm {m}; exit 1; fi; exit 0",
+            m = marker.display()
+        );
+        let plan = DaemonPlan { end_on_clean_exit: true, ..plan(sh(&script)) };
+        let outcome =
+            tokio::time::timeout(Duration::from_secs(10), supervise(plan, Managed::default(), state, stop, exited))
+                .await
+                .unwrap();
+        outcome.unwrap();
+        assert!(exits.recv().await.is_some() && exits.recv().await.is_some(), "two runs");
+        assert_eq!(*states.borrow(), DaemonState::Stopped);
+    }
+
+    #[tokio::test]
+    async fn a_stop_during_a_slow_start_returns_at_once() {
+        let (state, states) = watch::channel(DaemonState::Starting);
+        let (stop_tx, stop) = watch::channel(false);
+        let (exited, _e) = mpsc::unbounded_channel();
+        let plan = DaemonPlan { start_timeout: Duration::from_secs(60), ..plan(sh("exec sleep 60")) };
+        let task = tokio::spawn(supervise(plan, Managed::default(), state, stop, exited));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap().unwrap();
+        assert_eq!(*states.borrow(), DaemonState::Stopped);
+    }
+
+    #[tokio::test]
+    async fn repeated_failures_give_up_with_the_output() {
+        let (state, _rx) = watch::channel(DaemonState::Starting);
+        let (_stop_tx, stop) = watch::channel(false);
+        let (exited, _e) = mpsc::unbounded_channel();
+        let spec = sh("echo 'Error: cannot launch'; exit 1");
+        let err = supervise(plan(spec), Managed::default(), state, stop, exited).await.unwrap_err();
+        assert_eq!(err.reason(), "DaemonStartFailed");
+        assert!(err.to_string().contains("cannot launch"), "{err}");
+    }
+}

@@ -1,0 +1,102 @@
+//! Fatal errors of the runtime. Each one maps to a termination-message
+//! reason the operator shows in the session's status, and its text carries
+//! the remedy.
+
+use std::path::PathBuf;
+
+use playpen_api::layout::SocketBudgetExceeded;
+
+use crate::hooks::HooksError;
+use crate::readiness::BrowserMissing;
+
+/// Why the runtime gave up.
+#[derive(Debug, thiserror::Error)]
+pub enum Fatal {
+    /// The runtime configuration could not be read or is inconsistent.
+    #[error("runtime configuration {path}: {message}")]
+    Config {
+        /// The file read.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The worst-case AF_UNIX socket path does not fit.
+    #[error(transparent)]
+    SocketBudget(#[from] SocketBudgetExceeded),
+    /// A namespace directory could not be made owner-only.
+    #[error("socket namespace {path}: {message}")]
+    Namespace {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The installed CLI cannot be attributed or lost its socket hooks.
+    #[error(transparent)]
+    Hooks(#[from] HooksError),
+    /// The browser the launch config needs is not installed.
+    #[error(transparent)]
+    Browser(#[from] BrowserMissing),
+    /// Chromium's sandbox could not start.
+    #[error(
+        "No usable sandbox! Chromium could not start its sandbox: {detail}. Remedy: run the Pod with the seccomp \
+         profile the image builder emits (securityContext.seccompProfile type Localhost) so that user namespaces \
+         work, or set spec.sandbox: Disabled as an explicit, recorded choice"
+    )]
+    NoUsableSandbox {
+        /// The daemon's own output.
+        detail: String,
+    },
+    /// Chromium refuses its sandbox as root.
+    #[error(
+        "Chromium refuses to run its sandbox as root ({detail}). Remedy: run the browser container as a non-root \
+         user (securityContext runAsNonRoot with runAsUser, as the operator's Pod does), or set spec.sandbox: \
+         Disabled as an explicit, recorded choice"
+    )]
+    SandboxAsRoot {
+        /// Chromium's line.
+        detail: String,
+    },
+    /// The pinned viewer port is held by something else.
+    #[error(
+        "viewer port 127.0.0.1:{port} is already in use ({source}): another process in the Pod holds it; \
+         choose another spec.viewer.port or stop that process"
+    )]
+    ViewerPortTaken {
+        /// The pinned port.
+        port: u16,
+        /// The bind error.
+        source: std::io::Error,
+    },
+    /// The daemon could not be started at all (e.g. the CLI is not runnable).
+    #[error("the playwright-cli daemon could not be started: {0}")]
+    DaemonStart(String),
+}
+
+impl Fatal {
+    /// The CamelCase reason of the termination message.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Fatal::Config { .. } => "RuntimeConfigInvalid",
+            Fatal::SocketBudget(_) => "SocketBudgetExceeded",
+            Fatal::Namespace { .. } => "SocketNamespaceUnsafe",
+            Fatal::Hooks(HooksError::Missing { .. }) => "SocketHooksMissing",
+            Fatal::Hooks(_) => "PlaywrightCliNotFound",
+            Fatal::Browser(_) => "BrowserRevisionAbsent",
+            Fatal::NoUsableSandbox { .. } => "NoUsableSandbox",
+            Fatal::SandboxAsRoot { .. } => "SandboxRequiresNonRoot",
+            Fatal::ViewerPortTaken { .. } => "ViewerPortTaken",
+            Fatal::DaemonStart(_) => "DaemonStartFailed",
+        }
+    }
+}
+
+/// Process exit codes.
+pub mod exit {
+    /// The session ended on purpose (SIGTERM, maximum lifetime): the Pod may complete.
+    pub const ENDED: i32 = 0;
+    /// A fatal error; the termination message says which.
+    pub const FATAL: i32 = 1;
+    /// The probe found the session not ready. (Usage errors exit 2, from clap.)
+    pub const NOT_READY: i32 = 1;
+}

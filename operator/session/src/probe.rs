@@ -1,0 +1,74 @@
+//! `playpen-session probe`: the exec readiness probe. Ready when the daemon's
+//! socket accepts a connection and, when the viewer is enabled, the pinned
+//! port answers HTTP (any status).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use playpen_api::runtime_config::RuntimeConfig;
+
+use crate::relay::answers_http;
+
+/// The daemon sockets of `session`: `<sockets>/cli/<16hex>-<session>.sock`.
+pub fn daemon_sockets(sockets_dir: &Path, session: &str) -> Vec<PathBuf> {
+    let suffix = format!("-{session}.sock");
+    std::fs::read_dir(sockets_dir.join("cli"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(&suffix)))
+        .collect()
+}
+
+/// Why the session is not ready (`Ok` when it is).
+pub async fn check(config: &RuntimeConfig) -> Result<(), String> {
+    let sockets = daemon_sockets(Path::new(&config.sockets_dir), &config.session_name);
+    if !sockets.iter().any(|s| UnixStream::connect(s).is_ok()) {
+        return Err(format!("the daemon does not answer (sockets found: {sockets:?})"));
+    }
+    if let Some(port) = config.viewer_port {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        if !answers_http(addr, Duration::from_secs(1)).await {
+            return Err(format!("the viewer does not answer on {addr}"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn ready_only_when_a_listening_socket_of_the_session_exists() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut config = crate::config::tests::sample();
+        config.sockets_dir = tmp.path().display().to_string();
+        config.viewer_port = None;
+        assert!(check(&config).await.unwrap_err().contains("daemon"));
+        std::fs::create_dir_all(tmp.path().join("cli")).unwrap();
+        let _other =
+            std::os::unix::net::UnixListener::bind(tmp.path().join("cli/0123456789abcdef-other.sock")).unwrap();
+        assert!(check(&config).await.is_err(), "another session's socket does not count");
+        let path = tmp.path().join("cli/0123456789abcdef-demo.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        check(&config).await.unwrap();
+        drop(listener);
+        assert!(check(&config).await.is_err(), "a stale socket file does not count");
+    }
+
+    #[tokio::test]
+    async fn the_viewer_must_answer_when_enabled() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("cli")).unwrap();
+        let _l = std::os::unix::net::UnixListener::bind(tmp.path().join("cli/0123456789abcdef-demo.sock")).unwrap();
+        let mut config = crate::config::tests::sample();
+        config.sockets_dir = tmp.path().display().to_string();
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        config.viewer_port = Some(free);
+        assert!(check(&config).await.unwrap_err().contains("viewer"));
+    }
+}

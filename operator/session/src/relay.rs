@@ -1,0 +1,171 @@
+//! The viewer relay. The runtime claims the pinned port on 127.0.0.1 itself,
+//! with a listener it holds for its whole life (an atomic proof of
+//! ownership, so a taken port fails fast), and relays bytes both ways to the
+//! dashboard child's own ephemeral loopback port: HTTP and WebSocket pass
+//! unchanged. While the child restarts, a new connection waits a bounded time
+//! for it and is then closed cleanly, never left hanging.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::error::Fatal;
+
+/// Binds `127.0.0.1:<port>`; never any other address.
+pub fn bind_pinned(port: u16) -> Result<TcpListener, Fatal> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let listener = std::net::TcpListener::bind(addr).map_err(|source| Fatal::ViewerPortTaken { port, source })?;
+    listener.set_nonblocking(true).map_err(|source| Fatal::ViewerPortTaken { port, source })?;
+    TcpListener::from_std(listener).map_err(|source| Fatal::ViewerPortTaken { port, source })
+}
+
+/// The dashboard's address from its `Listening on http://127.0.0.1:<port>[/…]`
+/// line; anything not on loopback is refused.
+pub fn parse_listening(line: &str) -> Option<SocketAddr> {
+    let url = line.split("Listening on ").nth(1)?.trim();
+    let rest = url.strip_prefix("http://")?;
+    let authority = rest.split(['/', '?']).next()?;
+    let addr: SocketAddr = authority.parse().ok()?;
+    addr.ip().is_loopback().then_some(addr)
+}
+
+/// Does anything answer HTTP at `addr`? Any status counts (the dashboard's
+/// root answers 302).
+pub async fn answers_http(addr: SocketAddr, timeout: Duration) -> bool {
+    let attempt = async {
+        let mut stream = TcpStream::connect(addr).await.ok()?;
+        stream.write_all(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").await.ok()?;
+        let mut head = [0u8; 5];
+        stream.read_exact(&mut head).await.ok()?;
+        Some(&head == b"HTTP/")
+    };
+    matches!(tokio::time::timeout(timeout, attempt).await, Ok(Some(true)))
+}
+
+/// Accepts on the pinned listener forever, relaying each connection to the
+/// current upstream (waiting at most `wait` for one to exist).
+pub async fn serve(listener: TcpListener, upstream: watch::Receiver<Option<SocketAddr>>, wait: Duration) {
+    loop {
+        match listener.accept().await {
+            Ok((conn, peer)) => {
+                let upstream = upstream.clone();
+                tokio::spawn(async move {
+                    if let Err(why) = relay_one(conn, upstream, wait).await {
+                        tracing::debug!(%peer, %why, "viewer connection closed");
+                    }
+                });
+            }
+            Err(err) => {
+                tracing::warn!(%err, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn relay_one(
+    conn: TcpStream,
+    mut upstream: watch::Receiver<Option<SocketAddr>>,
+    wait: Duration,
+) -> Result<(), String> {
+    let addr = match tokio::time::timeout(wait, upstream.wait_for(Option::is_some)).await {
+        Ok(Ok(addr)) => addr.ok_or("no upstream")?,
+        Ok(Err(_)) => return Err("the dashboard supervisor is gone".into()),
+        Err(_) => return Err(format!("no dashboard within {wait:?}")),
+    };
+    let back = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
+    let _ = conn.set_nodelay(true);
+    let _ = back.set_nodelay(true);
+    crate::splice::relay(&conn, &back).await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listening_lines_are_parsed_and_only_loopback_is_accepted() {
+        assert_eq!(parse_listening("Listening on http://127.0.0.1:40123"), Some("127.0.0.1:40123".parse().unwrap()));
+        assert_eq!(
+            parse_listening("Listening on http://127.0.0.1:40123/index.html?ws=x"),
+            Some("127.0.0.1:40123".parse().unwrap())
+        );
+        assert_eq!(parse_listening("  Listening on http://[::1]:8080\n"), Some("[::1]:8080".parse().unwrap()));
+        assert_eq!(parse_listening("Listening on http://0.0.0.0:8080"), None);
+        assert_eq!(parse_listening("Listening on http://localhost:8080"), None);
+        assert_eq!(parse_listening("Listening on https://127.0.0.1:8080"), None);
+        assert_eq!(parse_listening("starting"), None);
+    }
+
+    #[tokio::test]
+    async fn a_taken_port_fails_fast_with_its_reason() {
+        let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = held.local_addr().unwrap().port();
+        let err = bind_pinned(port).unwrap_err();
+        assert_eq!(err.reason(), "ViewerPortTaken");
+        assert!(err.to_string().contains(&format!("127.0.0.1:{port}")));
+    }
+
+    async fn echo_server() -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let (mut r, mut w) = s.split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn bytes_flow_both_ways_and_a_late_upstream_is_waited_for() {
+        let listener = bind_pinned(0).unwrap();
+        let pinned = listener.local_addr().unwrap();
+        assert_eq!(pinned.ip(), Ipv4Addr::LOCALHOST);
+        let (tx, rx) = watch::channel(None);
+        tokio::spawn(serve(listener, rx, Duration::from_secs(5)));
+        let mut client = TcpStream::connect(pinned).await.unwrap();
+        client.write_all(b"hello").await.unwrap();
+        // The upstream appears after the client connected (a restart in progress).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        tx.send(Some(echo_server().await)).unwrap();
+        let mut buf = [0u8; 5];
+        tokio::time::timeout(Duration::from_secs(5), client.read_exact(&mut buf)).await.unwrap().unwrap();
+        assert_eq!(&buf, b"hello");
+    }
+
+    #[tokio::test]
+    async fn without_an_upstream_a_connection_is_closed_after_the_bounded_wait() {
+        let listener = bind_pinned(0).unwrap();
+        let pinned = listener.local_addr().unwrap();
+        let (_tx, rx) = watch::channel(None);
+        tokio::spawn(serve(listener, rx, Duration::from_millis(300)));
+        let mut client = TcpStream::connect(pinned).await.unwrap();
+        let mut buf = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(5), client.read(&mut buf)).await;
+        assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "closed, not hanging: {read:?}");
+    }
+
+    #[tokio::test]
+    async fn any_http_status_is_healthy() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                let mut buf = [0u8; 256];
+                let _ = s.read(&mut buf).await;
+                let _ = s.write_all(b"HTTP/1.1 302 Found\r\nLocation: /index.html\r\n\r\n").await;
+            }
+        });
+        assert!(answers_http(addr, Duration::from_secs(2)).await);
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        assert!(!answers_http(closed, Duration::from_secs(2)).await);
+    }
+}

@@ -1,0 +1,221 @@
+//! `playpen-session run`: start-up checks in order (config, socket budget
+//! and namespace, CLI attribution and hooks, browser readiness, pinned
+//! port), then the supervised children, retention, and the wait for SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use playpen_api::runtime_config::RuntimeConfig;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{mpsc, watch};
+
+use crate::config::{child_env, load, which, Options};
+use crate::daemon::{daemon_args, AuthLoad, DaemonPlan, DaemonState};
+use crate::error::{exit, Fatal};
+use crate::hooks::{self, CoreInstall, HooksError, VerdictCache};
+use crate::readiness;
+use crate::reaper::{self, Managed};
+use crate::report::Reporter;
+use crate::retention::{self, Policy};
+use crate::supervisor::ChildSpec;
+use crate::{dashboard, namespace, profile, relay, shutdown};
+
+/// How long a daemon or dashboard start may take before it is torn down.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a viewer connection waits for a restarting dashboard.
+const RELAY_WAIT: Duration = Duration::from_secs(10);
+
+/// Runs the session; returns the process exit code.
+pub async fn run(opts: Options) -> i32 {
+    let reporter = Reporter::new(&opts.termination_log);
+    match run_session(&opts).await {
+        Ok(()) => exit::ENDED,
+        Err(fatal) => {
+            tracing::error!(reason = fatal.reason(), "{fatal}");
+            reporter.write(fatal.reason(), &fatal.to_string());
+            exit::FATAL
+        }
+    }
+}
+
+/// Everything verified before a child starts.
+struct Prepared {
+    config: RuntimeConfig,
+    home: PathBuf,
+    launcher: PathBuf,
+    node: PathBuf,
+    install: CoreInstall,
+    user_data_dir: Option<PathBuf>,
+}
+
+fn prepare(opts: &Options) -> Result<Prepared, Fatal> {
+    let config = load(Path::new(&opts.config))?;
+    namespace::prepare(&config)?;
+    let path_var = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    let home = PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()));
+    std::fs::create_dir_all(&home)
+        .map_err(|e| Fatal::Config { path: home.clone(), message: format!("cannot create HOME: {e}") })?;
+    let launcher = which(&opts.cli, &path_var).ok_or_else(|| HooksError::NoPackage {
+        launcher: opts.cli.clone().into(),
+        why: format!("not found on PATH {path_var}"),
+    })?;
+    let package = match &opts.cli_package {
+        Some(dir) => dir.clone(),
+        None => hooks::package_of_launcher(&launcher)?,
+    };
+    let install = hooks::serving_core(&package)?;
+    let cache_file = Path::new(&config.sockets_dir).parent().map(|ns| ns.join("hooks-verdict.json"));
+    let mut cache = cache_file.map(VerdictCache::persisted).unwrap_or_default();
+    hooks::verify(&install, &mut cache)?;
+    let user_data_dir = check_browser(&config, &install, &home)?.map(PathBuf::from);
+    std::fs::create_dir_all(&config.output_dir).map_err(|e| Fatal::Config {
+        path: config.output_dir.clone().into(),
+        message: format!("cannot create the snapshot directory: {e}"),
+    })?;
+    let node = which(&opts.node, &path_var)
+        .ok_or_else(|| Fatal::DaemonStart(format!("the Node.js interpreter {:?} is not on PATH", opts.node)))?;
+    Ok(Prepared { config, home, launcher, node, install, user_data_dir })
+}
+
+/// Checks the browser is installed; returns the persistent profile, if any.
+fn check_browser(config: &RuntimeConfig, install: &CoreInstall, home: &Path) -> Result<Option<String>, Fatal> {
+    let fail = |message: String| Fatal::Config { path: config.launch_config.clone().into(), message };
+    let text = std::fs::read_to_string(&config.launch_config)
+        .map_err(|e| fail(format!("cannot read the launch config: {e}")))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| fail(format!("the launch config is not JSON: {e}")))?;
+    let facts = readiness::launch_facts(&json);
+    let enforced = config.sandbox == playpen_api::v1alpha1::SandboxMode::Enforced;
+    if facts.chromium_sandbox != Some(enforced) {
+        tracing::warn!(sandbox = ?config.sandbox, chromium_sandbox = ?facts.chromium_sandbox,
+            "the launch config's chromiumSandbox does not match the session's sandbox mode");
+    }
+    let revision = readiness::read_revision(&install.browsers_json());
+    let cache = readiness::browsers_cache(std::env::var("PLAYWRIGHT_BROWSERS_PATH").ok().as_deref(), home);
+    readiness::check(&facts, revision.as_deref(), &cache)?;
+    Ok(facts.user_data_dir)
+}
+
+async fn run_session(opts: &Options) -> Result<(), Fatal> {
+    reaper::become_subreaper();
+    // Installed first: a SIGTERM must never meet the default action once a child may exist.
+    let mut sigterm =
+        signal(SignalKind::terminate()).map_err(|e| Fatal::DaemonStart(format!("SIGTERM handler: {e}")))?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(|e| Fatal::DaemonStart(format!("SIGINT handler: {e}")))?;
+    let prepared = prepare(opts)?;
+    let config = &prepared.config;
+    // Claimed before any child starts, and held until the process exits.
+    let listener = config.viewer_port.map(relay::bind_pinned).transpose()?;
+    let env = child_env(config, &prepared.home, |name| std::env::var(name).ok());
+    let spec = |name, program: &Path, args| ChildSpec {
+        name,
+        program: program.to_owned(),
+        args,
+        env: env.clone(),
+        cwd: prepared.home.clone(),
+    };
+    let entry = prepared.install.daemon_entry().display().to_string();
+    let idle =
+        config.idle_timeout_seconds.and_then(|s| u64::try_from(s).ok()).filter(|s| *s > 0).map(Duration::from_secs);
+    let auth = config.auth_state_file.as_ref().map(|source| {
+        let copy = profile::auth_copy_path(Path::new(&config.sockets_dir));
+        let command = spec("state-load", &prepared.launcher, profile::state_load_args(&config.session_name, &copy));
+        AuthLoad { source: source.into(), copy, command }
+    });
+    let plan = DaemonPlan {
+        spec: spec("daemon", &prepared.node, daemon_args(&entry, &config.session_name, idle)),
+        start_timeout: START_TIMEOUT,
+        user_data_dir: prepared.user_data_dir.clone(),
+        auth,
+        end_on_clean_exit: idle.is_some(),
+    };
+    let close_spec = spec("close", &prepared.launcher, shutdown::close_args(&config.session_name));
+
+    let managed = Managed::default();
+    tokio::spawn(reaper::run(managed.clone()));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (state_tx, state_rx) = watch::channel(DaemonState::Starting);
+    let (exited_tx, _exited_rx) = mpsc::unbounded_channel();
+    let mut daemon_task =
+        tokio::spawn(crate::daemon::supervise(plan, managed.clone(), state_tx, stop_rx.clone(), exited_tx));
+    let mut dashboard_task = None;
+    if let Some(listener) = listener {
+        let (upstream_tx, upstream_rx) = watch::channel::<Option<SocketAddr>>(None);
+        tokio::spawn(relay::serve(listener, upstream_rx, RELAY_WAIT));
+        let dashboard_entry = prepared.install.core.join(dashboard::DASHBOARD_ENTRY).display().to_string();
+        let show = spec("dashboard", &prepared.node, dashboard::dashboard_args(&dashboard_entry, &config.session_name));
+        dashboard_task = Some(tokio::spawn(dashboard::supervise(
+            show,
+            START_TIMEOUT,
+            managed.clone(),
+            upstream_tx,
+            stop_rx.clone(),
+        )));
+    }
+    tokio::spawn(retain(opts.config.clone().into(), config.clone(), opts.clone()));
+
+    let lifetime = lifetime_reached(opts.config.clone().into(), config.max_lifetime_seconds, opts.retention_interval());
+    let fatal = tokio::select! {
+        joined = &mut daemon_task => match joined {
+            Ok(Ok(())) => { tracing::info!("the session ended"); None }
+            Ok(Err(fatal)) => Some(fatal),
+            Err(join) => Some(Fatal::DaemonStart(format!("the daemon supervisor failed: {join}"))),
+        },
+        _ = sigterm.recv() => { tracing::info!("SIGTERM: closing the session"); None }
+        _ = sigint.recv() => { tracing::info!("SIGINT: closing the session"); None }
+        () = lifetime => { tracing::info!("maximum lifetime reached: closing the session"); None }
+    };
+    shutdown::graceful(&close_spec, opts.grace(), &managed, &stop_tx, state_rx).await;
+    if let Some(task) = dashboard_task {
+        let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
+    }
+    match fatal {
+        Some(fatal) => Err(fatal),
+        None => Ok(()),
+    }
+}
+
+/// Resolves once the session has run for `maxLifetimeSeconds`, re-read from
+/// `runtime.json` every `every` (a ConfigMap change applies while running).
+async fn lifetime_reached(config_path: PathBuf, mut max: Option<i64>, every: Duration) {
+    let started = tokio::time::Instant::now();
+    loop {
+        let limit = max.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs);
+        let wake = match limit {
+            Some(limit) if started.elapsed() >= limit => return,
+            Some(limit) => (limit - started.elapsed()).min(every),
+            None => every,
+        };
+        tokio::time::sleep(wake).await;
+        if let Ok(fresh) = load(&config_path) {
+            max = fresh.max_lifetime_seconds;
+        }
+    }
+}
+
+/// Prunes the snapshot directory on a schedule, re-reading the policy from
+/// `runtime.json` each time (the kubelet refreshes the ConfigMap in place).
+async fn retain(config_path: PathBuf, mut config: RuntimeConfig, opts: Options) {
+    let interval = opts.retention_interval();
+    let grace = Duration::from_secs(opts.retention_grace_seconds);
+    loop {
+        tokio::time::sleep(interval).await;
+        match load(&config_path) {
+            Ok(fresh) => config = fresh,
+            Err(err) => tracing::warn!(%err, "keeping the previous retention policy"),
+        }
+        let policy = Policy {
+            max_age: Duration::from_secs(u64::try_from(config.snapshot_max_age_seconds).unwrap_or(u64::MAX)),
+            max_count: usize::try_from(config.snapshot_max_count).unwrap_or(usize::MAX),
+            grace,
+        };
+        let dir = PathBuf::from(&config.output_dir);
+        match tokio::task::spawn_blocking(move || retention::prune(&dir, policy)).await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => tracing::info!(deleted = n, "snapshot retention"),
+            Ok(Err(err)) => tracing::warn!(%err, "snapshot retention failed"),
+            Err(err) => tracing::warn!(%err, "snapshot retention task failed"),
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Graceful close on SIGTERM: stop restarting children, close the browser
+//! through the CLI's own protocol (`playwright-cli -s=<session> close` with
+//! the session's environment, so it finds the daemon), stop the dashboard,
+//! and kill whatever is left once the grace period runs out.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use tokio::sync::watch;
+
+use crate::daemon::{kill_orphans, DaemonState};
+use crate::reaper::{reap_orphans, Managed};
+use crate::supervisor::{signal_group, ChildSpec};
+
+/// Time kept back at the end of the grace period for the hard kill.
+const KILL_RESERVE: Duration = Duration::from_secs(3);
+
+/// `close`'s argv for `session`.
+pub fn close_args(session: &str) -> Vec<String> {
+    vec![format!("-s={session}"), "close".to_owned()]
+}
+
+/// Runs a short CLI command (`close`, `state-load`) and waits (bounded) for it.
+pub async fn run_to_end(spec: &ChildSpec, timeout: Duration, managed: &Managed) {
+    let child = match spec.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            tracing::error!(%err, args = ?spec.args, "cannot run playwright-cli");
+            return;
+        }
+    };
+    let pid = child.id().unwrap_or_default();
+    managed.add(pid);
+    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(Ok(out)) => tracing::info!(
+            status = ?out.status,
+            stdout = %String::from_utf8_lossy(&out.stdout).trim(),
+            stderr = %String::from_utf8_lossy(&out.stderr).trim(),
+            args = ?spec.args,
+            "playwright-cli"
+        ),
+        Ok(Err(err)) => tracing::warn!(%err, args = ?spec.args, "playwright-cli failed"),
+        Err(_) => {
+            tracing::warn!(?timeout, args = ?spec.args, "playwright-cli timed out");
+            signal_group(pid, Signal::SIGKILL);
+        }
+    }
+    managed.remove(pid);
+}
+
+/// The whole sequence, bounded by `grace`.
+pub async fn graceful(
+    close: &ChildSpec,
+    grace: Duration,
+    managed: &Managed,
+    stop: &watch::Sender<bool>,
+    mut daemon: watch::Receiver<DaemonState>,
+) {
+    let deadline = Instant::now() + grace.saturating_sub(KILL_RESERVE);
+    let _ = stop.send(true);
+    if matches!(*daemon.borrow(), DaemonState::Running { .. }) {
+        run_to_end(close, deadline.saturating_duration_since(Instant::now()), managed).await;
+    }
+    let stopped = tokio::time::timeout(
+        deadline.saturating_duration_since(Instant::now()),
+        daemon.wait_for(|s| *s == DaemonState::Stopped),
+    )
+    .await
+    .is_ok_and(|r| r.is_ok());
+    if !stopped {
+        if let DaemonState::Running { pid } = *daemon.borrow() {
+            tracing::warn!(pid, "the daemon did not stop in time; killing it");
+            signal_group(pid, Signal::SIGKILL);
+        }
+    }
+    // Browsers left by a daemon that died (adopted by us as subreaper / PID 1).
+    kill_orphans(managed, Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    reap_orphans(managed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_names_the_session_explicitly() {
+        assert_eq!(close_args("demo"), ["-s=demo", "close"]);
+    }
+}

@@ -1,0 +1,109 @@
+//! `playpen-session cli <args…>`: the logic of the `playwright-cli` wrapper the
+//! image puts on PATH (issue 3, item 7). The wrapper script pins the
+//! verified Node interpreter and the package (`PLAYPEN_NODE`,
+//! `PLAYPEN_CLI_PACKAGE`) and execs this; this execs
+//! `<node> <package>/playwright-cli.js <args…>`, giving a bare `snapshot` a
+//! unique `--filename` in the snapshot directory so that stdout carries a
+//! path (about 150 bytes) instead of the whole tree.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use playpen_api::layout::env;
+
+/// Options of the CLI that take their value as the next argument.
+const VALUE_OPTIONS: &[&str] = &["-s", "--session", "--config", "--browser", "--profile"];
+
+/// The CLI command in `args`: the first positional argument.
+pub fn command_of(args: &[String]) -> Option<&str> {
+    let mut skip_value = false;
+    for arg in args {
+        if skip_value {
+            skip_value = false;
+        } else if arg.starts_with('-') {
+            skip_value = VALUE_OPTIONS.contains(&arg.as_str());
+        } else {
+            return Some(arg);
+        }
+    }
+    None
+}
+
+/// `args`, with `--filename=<output_dir>/snapshot-<unique>.yml` added to a
+/// bare `snapshot` (one without `--filename`).
+pub fn with_snapshot_file(args: &[String], output_dir: &str, unique: &str) -> Vec<String> {
+    let mut out = args.to_vec();
+    let has_filename = args.iter().any(|a| a == "--filename" || a.starts_with("--filename="));
+    if command_of(args) == Some("snapshot") && !has_filename {
+        out.push(format!("--filename={}/snapshot-{unique}.yml", output_dir.trim_end_matches('/')));
+    }
+    out
+}
+
+/// Millisecond timestamp plus PID: unique per process, sortable by time.
+pub fn unique_suffix() -> String {
+    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    format!("{ms}-{}", std::process::id())
+}
+
+/// Execs the CLI; returns only on failure, with the exit code to use.
+pub fn exec(args: &[String]) -> i32 {
+    let Some(package) = std::env::var_os("PLAYPEN_CLI_PACKAGE") else {
+        eprintln!("playpen-session cli: PLAYPEN_CLI_PACKAGE must name the @playwright/cli package directory");
+        return 2;
+    };
+    let node = std::env::var_os("PLAYPEN_NODE").unwrap_or_else(|| "node".into());
+    let args = match std::env::var(env::MCP_OUTPUT_DIR) {
+        Ok(dir) if !dir.is_empty() => with_snapshot_file(args, &dir, &unique_suffix()),
+        _ => args.to_vec(),
+    };
+    let err = std::process::Command::new(&node).arg(Path::new(&package).join("playwright-cli.js")).args(&args).exec();
+    eprintln!("playpen-session cli: cannot exec {}: {err}", Path::new(&node).display());
+    127
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_command_is_the_first_positional_argument() {
+        assert_eq!(command_of(&v(&["snapshot"])), Some("snapshot"));
+        assert_eq!(command_of(&v(&["-s=demo", "snapshot"])), Some("snapshot"));
+        assert_eq!(command_of(&v(&["-s", "demo", "snapshot"])), Some("snapshot"));
+        assert_eq!(command_of(&v(&["--json", "goto", "http://x"])), Some("goto"));
+        assert_eq!(command_of(&v(&["--version"])), None);
+    }
+
+    #[test]
+    fn a_bare_snapshot_gets_a_unique_file_in_the_snapshot_dir() {
+        let out = with_snapshot_file(&v(&["-s=demo", "snapshot"]), "/var/lib/playpen/snapshots/", "1-2");
+        assert_eq!(out, v(&["-s=demo", "snapshot", "--filename=/var/lib/playpen/snapshots/snapshot-1-2.yml"]));
+        let partial = with_snapshot_file(&v(&["snapshot", "e5", "--depth=2"]), "/s", "u");
+        assert_eq!(partial.last().map(String::as_str), Some("--filename=/s/snapshot-u.yml"));
+    }
+
+    #[test]
+    fn an_explicit_filename_and_other_commands_are_left_alone() {
+        for args in [
+            v(&["snapshot", "--filename=mine.yml"]),
+            v(&["snapshot", "--filename", "mine.yml"]),
+            v(&["goto", "snapshot"]),
+            v(&[]),
+        ] {
+            assert_eq!(with_snapshot_file(&args, "/s", "u"), args);
+        }
+    }
+
+    #[test]
+    fn suffixes_differ_over_time() {
+        let a = unique_suffix();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert_ne!(a, unique_suffix());
+    }
+}
