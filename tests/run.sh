@@ -29,5 +29,6 @@ PLAYPEN_KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
 export PLAYPEN_HELM PLAYPEN_KUBECTL
 
 PLAYPEN_TEST_CLI_PREFIX="$(tests/session/setup.sh | tail -n 1)"; export PLAYPEN_TEST_CLI_PREFIX
+tests/imagebuild/setup.sh >/dev/null # Docker Engine and the base image for imagebuild/tests/docker_build.rs
 log "running all tests"
 cargo test --workspace --locked

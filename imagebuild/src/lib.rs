@@ -1,1 +1,28 @@
-//! Image builder.
+//! `playpen-imagebuild`: a declarative spec, a lock that pins every download to a
+//! digest, a verified Node/`@playwright/cli` layer laid out as npm would, OS
+//! packages for the base's family, and a build and verification through Docker Engine.
+//!
+//! Pure modules (no I/O): [`spec`], [`validate`], [`os_release`], [`packages`],
+//! [`dockerfile`], [`labels`], [`lock`], [`digest`], [`layer`], [`redact`].
+//! I/O at the edges: [`fetch`] (HTTPS, cache), [`resolve`] (lock), [`engine`] (Docker).
+
+pub mod build;
+pub mod digest;
+pub mod dockerfile;
+pub mod engine;
+pub mod error;
+pub mod failure;
+pub mod fetch;
+pub mod image_layout;
+pub mod labels;
+pub mod layer;
+pub mod lock;
+pub mod oci_layout;
+pub mod os_release;
+pub mod packages;
+pub mod redact;
+pub mod resolve;
+pub mod seccomp;
+pub mod spec;
+pub mod validate;
+pub mod verify;

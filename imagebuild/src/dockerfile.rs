@@ -1,0 +1,301 @@
+//! The Dockerfile, rendered from the lock and the detected OS family by a pure
+//! function. Node and the CLI arrive as one verified, deterministic layer tar
+//! (`ADD`, no npm and no registry inside the build); OS packages come from the
+//! base's own package manager; Playwright's `--with-deps` only on apt.
+
+use crate::image_layout as il;
+use crate::lock::{Lock, LockedChromium};
+use crate::packages::{chromium_libs, install_command};
+use crate::spec::{OsFamily, SandboxMode};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Text that Playwright prints (and exits 0) when the host lacks libraries.
+pub const MISSING_DEPS_MARKERS: &[&str] =
+    &["Host system is missing dependencies", "missing dependencies to run browsers"];
+
+/// Whether command output says the host lacks libraries (a zero exit is not a verdict).
+pub fn says_missing_dependencies(output: &str) -> bool {
+    MISSING_DEPS_MARKERS.iter().any(|m| output.contains(m))
+}
+
+/// Inputs of the renderer.
+#[derive(Debug, Clone)]
+pub struct RenderInput<'a> {
+    /// The lock.
+    pub lock: &'a Lock,
+    /// The base's family (detected or overridden).
+    pub family: OsFamily,
+    /// Labels to bake in.
+    pub labels: &'a BTreeMap<String, String>,
+}
+
+/// The OS packages to install for a lock on a family, sorted and unique.
+pub fn os_packages(lock: &Lock, family: OsFamily) -> Vec<String> {
+    let mut pkgs: Vec<String> = match &lock.chromium {
+        LockedChromium::Distribution { package, .. } => vec![package.clone()],
+        // apt: Playwright's --with-deps installs its own set; rpm/zypper: the family's list.
+        LockedChromium::Playwright { .. } if family == OsFamily::Apt => vec![],
+        LockedChromium::Playwright { .. } | LockedChromium::Archive { .. } => {
+            chromium_libs(family).iter().map(|s| (*s).to_owned()).collect()
+        }
+    };
+    pkgs.extend(lock.spec.fonts.iter().cloned());
+    pkgs.extend(lock.spec.packages.iter().cloned());
+    pkgs.sort();
+    pkgs.dedup();
+    pkgs
+}
+
+/// One shell command that installs `pkgs` with the family's package manager and cleans its caches.
+pub fn install_packages_command(family: OsFamily, pkgs: &[String]) -> String {
+    let list = pkgs.join(" ");
+    match family {
+        OsFamily::Apt => format!(
+            "apt-get update && apt-get install -y --no-install-recommends {list} && apt-get clean && rm -rf /var/lib/apt/lists/*"
+        ),
+        OsFamily::Dnf => format!(
+            "if command -v dnf >/dev/null; then pm=dnf; elif command -v microdnf >/dev/null; then pm=microdnf; else pm=yum; fi; \
+             case $pm in yum) opts=;; *) opts=--setopt=install_weak_deps=0;; esac; \
+             $pm install -y $opts {list} && $pm clean all && rm -rf /var/cache/dnf /var/cache/yum"
+        ),
+        OsFamily::Zypper => {
+            format!("zypper --non-interactive install --no-recommends {list} && zypper clean --all")
+        }
+    }
+}
+
+/// The `playwright-cli install-browser chromium` step: `--with-deps` on apt only
+/// (retried without it so the browser still lands), never on rpm; its output is
+/// judged, not only its exit code.
+pub fn install_browser_command(family: OsFamily, revision: &str) -> String {
+    let remedy = install_command(family, chromium_libs(family));
+    let first = if family == OsFamily::Apt {
+        "{ playwright-cli install-browser chromium --with-deps >/tmp/pw-install.log 2>&1 \
+         || { cat /tmp/pw-install.log; echo 'playpen: --with-deps failed; retrying without it'; \
+         playwright-cli install-browser chromium >/tmp/pw-install.log 2>&1; }; }"
+    } else {
+        "playwright-cli install-browser chromium >/tmp/pw-install.log 2>&1"
+    };
+    format!(
+        "{first} || {{ cat /tmp/pw-install.log; echo 'playpen: the browser download failed (exit 16): use chromium.source \
+         distribution or archive if the download host is blocked'; exit 16; }}; cat /tmp/pw-install.log; \
+         if grep -qE 'Host system is missing dependencies|missing dependencies to run browsers' /tmp/pw-install.log; then \
+         echo 'playpen: missing host dependencies (exit 19); remedy: {remedy}'; exit 19; fi; \
+         rm -f /tmp/pw-install.log; test -d {dir}/chromium-{revision} || {{ echo 'playpen: chromium-{revision} is not in {dir}'; exit 21; }}; \
+         rm -rf /var/lib/apt/lists/*",
+        dir = il::BROWSERS_DIR
+    )
+}
+
+/// The command that adds the image's user without useradd (absent from minimal bases),
+/// keeping an existing entry with the same id.
+pub fn add_user_command(name: &str, uid: u32, gid: u32) -> String {
+    format!(
+        "grep -q '^[^:]*:[^:]*:{gid}:' /etc/group || echo '{name}:x:{gid}:' >> /etc/group; \
+         grep -q '^[^:]*:[^:]*:{uid}:' /etc/passwd || echo '{name}:x:{uid}:{gid}:{name}:{home}:/usr/sbin/nologin' >> /etc/passwd",
+        home = il::HOME
+    )
+}
+
+/// Renders the Dockerfile.
+pub fn render(input: &RenderInput<'_>) -> String {
+    let lock = input.lock;
+    let spec = &lock.spec;
+    let mut d = String::new();
+    let _ = writeln!(d, "# Rendered by playpen-imagebuild from the lock; do not edit.");
+    let _ = writeln!(d, "FROM {}", spec.base.image);
+    let _ = writeln!(d, "SHELL [\"/bin/sh\", \"-eu\", \"-c\"]");
+    if input.family == OsFamily::Apt {
+        let _ = writeln!(d, "ARG DEBIAN_FRONTEND=noninteractive");
+    }
+    let pkgs = os_packages(lock, input.family);
+    if !pkgs.is_empty() {
+        let _ = writeln!(d, "RUN {}", install_packages_command(input.family, &pkgs));
+    }
+    let _ = writeln!(d, "ADD {} /", il::LAYER_TAR);
+    if let LockedChromium::Archive { .. } = &lock.chromium {
+        let _ = writeln!(d, "ADD {} {}/", il::CHROMIUM_ARCHIVE, il::CHROMIUM_ARCHIVE_DIR);
+    }
+    let _ = writeln!(d, "ENV PLAYWRIGHT_BROWSERS_PATH={} HOME={}", il::BROWSERS_DIR, il::HOME);
+    if let LockedChromium::Playwright { revision, .. } = &lock.chromium {
+        let _ = writeln!(d, "RUN {}", install_browser_command(input.family, revision));
+    }
+    let _ = writeln!(d, "RUN {}", add_user_command(&spec.user.name, spec.user.uid, spec.user.gid));
+    if !input.labels.is_empty() {
+        let pairs: Vec<String> = input.labels.iter().map(|(k, v)| format!("{}={}", quote(k), quote(v))).collect();
+        let _ = writeln!(d, "LABEL {}", pairs.join(" \\\n      "));
+    }
+    let _ = writeln!(d, "USER {}:{}", spec.user.uid, spec.user.gid);
+    if lock.session_runtime.is_some() {
+        let _ = writeln!(d, "ENTRYPOINT [\"{}\", \"run\"]", il::SESSION_RUNTIME_BIN);
+    } else {
+        let _ = writeln!(d, "ENTRYPOINT [\"{}\"]", il::CLI_WRAPPER);
+    }
+    d
+}
+
+/// A Dockerfile double-quoted string (JSON escaping is a subset Docker accepts).
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// The launch-config defaults baked into the image: the nested form the CLI reads,
+/// `chromiumSandbox` per the sandbox mode, and the executable for non-Playwright sources.
+pub fn launch_defaults(lock: &Lock, family: OsFamily) -> serde_json::Value {
+    let mut launch = serde_json::json!({
+        "chromiumSandbox": lock.spec.sandbox.mode == SandboxMode::Enforced,
+        "args": ["--disable-background-networking", "--disable-component-update", "--disable-quic"],
+    });
+    let exe = lock.chromium.executable(family);
+    if let (Some(exe), Some(obj)) = (exe, launch.as_object_mut()) {
+        obj.insert("executablePath".into(), exe.into());
+    }
+    serde_json::json!({"browser": {"browserName": "chromium", "launchOptions": launch}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::fixtures::lock_with;
+    use crate::os_release::{detect_family, parse_os_release, samples};
+
+    fn lock_for(chromium: LockedChromium) -> Lock {
+        let mut lock = lock_with(b"n", b"c", b"p", b"k");
+        lock.chromium = chromium;
+        lock.spec.fonts = vec!["fonts-liberation".into()];
+        lock
+    }
+
+    fn distribution() -> LockedChromium {
+        LockedChromium::Distribution { package: "chromium".into(), executable_path: None }
+    }
+
+    fn playwright() -> LockedChromium {
+        LockedChromium::Playwright { revision: "1247".into(), browser_version: None }
+    }
+
+    fn render_for(os_release: &str, chromium: LockedChromium) -> String {
+        let family = detect_family(&parse_os_release(os_release), None).unwrap();
+        let lock = lock_for(chromium);
+        let labels = crate::labels::labels(&lock, family, "sha256:0");
+        render(&RenderInput { lock: &lock, family, labels: &labels })
+    }
+
+    fn run_lines(d: &str) -> Vec<&str> {
+        d.lines().filter(|l| l.starts_with("RUN ")).collect()
+    }
+
+    #[test]
+    fn debian_and_ubuntu_distribution_chromium_use_apt() {
+        for os in [samples::DEBIAN, samples::UBUNTU] {
+            let d = render_for(os, distribution());
+            let runs = run_lines(&d);
+            assert!(runs[0].contains("apt-get install -y --no-install-recommends chromium fonts-liberation"), "{d}");
+            assert!(!d.contains("dnf") && !d.contains("zypper") && !d.contains("install-browser"), "{d}");
+            assert!(d.contains("ARG DEBIAN_FRONTEND=noninteractive"));
+        }
+    }
+
+    #[test]
+    fn apt_playwright_source_uses_with_deps_and_retries_without() {
+        let d = render_for(samples::DEBIAN, playwright());
+        let step = run_lines(&d).into_iter().find(|l| l.contains("install-browser")).unwrap();
+        assert!(step.contains("install-browser chromium --with-deps"));
+        assert!(step.contains("retrying without it"));
+        assert!(step.contains("Host system is missing dependencies") && step.contains("exit 19"));
+        assert!(step.contains("/opt/playpen/browsers/chromium-1247"));
+        // The CLI layer must be in place before the browser step.
+        assert!(d.find("ADD playpen-layer.tar /").unwrap() < d.find("install-browser").unwrap());
+    }
+
+    #[test]
+    fn rpm_bases_never_get_with_deps_and_get_the_pr_40312_list() {
+        for os in [samples::FEDORA, samples::ROCKY, samples::ALMA, samples::AMZN, samples::RHEL_UBI] {
+            let d = render_for(os, playwright());
+            assert!(!d.contains("--with-deps"), "{d}");
+            assert!(!d.contains("apt-get"), "{d}");
+            let runs = run_lines(&d);
+            assert!(runs[0].contains("command -v dnf") && runs[0].contains("microdnf") && runs[0].contains("pm=yum"));
+            assert!(runs[0].contains(
+                "alsa-lib at-spi2-atk at-spi2-core atk cairo cups-libs dbus-libs fonts-liberation libX11 libXcomposite"
+            ));
+            assert!(runs[0].contains("mesa-libgbm nspr nss nss-util pango"));
+            assert!(d.contains("install-browser chromium >/tmp/pw-install.log"));
+            assert!(d.contains("remedy: dnf install -y alsa-lib"), "{d}");
+        }
+    }
+
+    #[test]
+    fn rpm_distribution_chromium_installs_the_package_only() {
+        let d = render_for(samples::FEDORA, distribution());
+        let runs = run_lines(&d);
+        assert!(runs[0].contains("install -y $opts chromium fonts-liberation &&"), "{}", runs[0]);
+        assert!(!d.contains("install-browser"));
+        assert!(d.contains("\"dev.playpen.image.chromium.executable\"=\"/usr/bin/chromium-browser\""), "{d}");
+    }
+
+    #[test]
+    fn opensuse_uses_zypper() {
+        let d = render_for(samples::OPENSUSE, playwright());
+        let runs = run_lines(&d);
+        assert!(runs[0].starts_with("RUN zypper --non-interactive install --no-recommends "));
+        assert!(runs[0].contains("mozilla-nss"));
+        assert!(!d.contains("--with-deps") && !d.contains("apt-get") && !d.contains("dnf"));
+    }
+
+    #[test]
+    fn alpine_is_refused_before_rendering() {
+        assert!(detect_family(&parse_os_release(samples::ALPINE), None).is_err());
+    }
+
+    #[test]
+    fn user_labels_and_entrypoint_follow_the_contract() {
+        let mut lock = lock_for(distribution());
+        lock.session_runtime = Some(crate::lock::LockedFile {
+            path: "/x/playpen-session".into(),
+            integrity: crate::digest::Integrity::sha256_of(b"s"),
+        });
+        let family = OsFamily::Apt;
+        let labels = crate::labels::labels(&lock, family, "sha256:0");
+        let d = render(&RenderInput { lock: &lock, family, labels: &labels });
+        assert!(d.contains("USER 1000:1000"));
+        assert!(d.contains("ENTRYPOINT [\"/usr/local/bin/playpen-session\", \"run\"]"));
+        assert!(d.contains("\"dev.playpen.image.node.version\"=\"22.12.0\" \\\n"), "{d}");
+        assert_eq!(d.matches("LABEL ").count(), 1, "one LABEL instruction, one step");
+        assert!(d.contains("echo 'playpen:x:1000:1000:playpen:/var/lib/playpen/home:/usr/sbin/nologin' >> /etc/passwd"));
+        // The user step runs as root, before USER.
+        assert!(d.find("/etc/passwd").unwrap() < d.find("USER 1000:1000").unwrap());
+    }
+
+    #[test]
+    fn archive_chromium_gets_the_family_libraries_and_the_archive() {
+        let lock = lock_for(LockedChromium::Archive {
+            url: "https://example.invalid/c.tgz".into(),
+            integrity: crate::digest::Integrity::sha256_of(b"a"),
+            executable_path: "/opt/playpen/chromium/chrome-linux/chrome".into(),
+        });
+        let family = OsFamily::Apt;
+        let labels = crate::labels::labels(&lock, family, "sha256:0");
+        let d = render(&RenderInput { lock: &lock, family, labels: &labels });
+        assert!(d.contains("libnss3") && d.contains("ADD chromium-archive.tar.gz /opt/playpen/chromium/"));
+    }
+
+    #[test]
+    fn launch_defaults_keep_the_sandbox_unless_disabled() {
+        let mut lock = lock_for(distribution());
+        let v = launch_defaults(&lock, OsFamily::Apt);
+        assert_eq!(v["browser"]["browserName"], "chromium");
+        assert_eq!(v["browser"]["launchOptions"]["chromiumSandbox"], true);
+        assert_eq!(v["browser"]["launchOptions"]["executablePath"], "/usr/bin/chromium");
+        lock.spec.sandbox.mode = SandboxMode::Disabled;
+        assert_eq!(launch_defaults(&lock, OsFamily::Apt)["browser"]["launchOptions"]["chromiumSandbox"], false);
+    }
+
+    #[test]
+    fn missing_dependency_output_is_recognised() {
+        let out = "Playwright Host validation warning:\n║ Host system is missing dependencies to run browsers. ║";
+        assert!(says_missing_dependencies(out));
+        assert!(!says_missing_dependencies("Chromium 1247 downloaded"));
+    }
+}

@@ -1,0 +1,266 @@
+//! Docker Engine through bollard: API version negotiated (the engine here speaks
+//! 1.41), build from a context tar made in Rust, run a command in an image and
+//! capture its output, tag.
+
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    BuildImageOptions, CreateContainerOptions, LogsOptions, RemoveContainerOptions, TagImageOptions,
+};
+use bollard::Docker;
+use futures::StreamExt as _;
+use std::collections::HashMap;
+
+/// Engine failures.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The engine is not reachable.
+    #[error("Docker Engine is not reachable ({0}): start it (tests/imagebuild/setup.sh does) or set DOCKER_HOST")]
+    Unreachable(String),
+    /// The build failed.
+    #[error("the image build failed: {0}")]
+    Build(String),
+    /// The browser step could not download.
+    #[error("the browser download failed during the build: {0}")]
+    BrowserDownload(String),
+    /// The build found missing libraries.
+    #[error("the build found missing host dependencies: {0}")]
+    MissingDependencies(String),
+    /// Any other API call failed.
+    #[error("Docker Engine: {0}")]
+    Api(String),
+}
+
+impl crate::failure::Classify for EngineError {
+    fn class(&self) -> crate::failure::FailureClass {
+        use crate::failure::FailureClass as F;
+        match self {
+            EngineError::BrowserDownload(_) => F::BrowserDownloadBlocked,
+            EngineError::MissingDependencies(_) => F::MissingHostDependencies,
+            _ => F::Engine,
+        }
+    }
+}
+
+fn api(e: bollard::errors::Error) -> EngineError {
+    EngineError::Api(e.to_string())
+}
+
+/// A connected engine.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    docker: Docker,
+}
+
+/// What a finished run printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutput {
+    /// Exit code.
+    pub exit_code: i64,
+    /// stdout and stderr, interleaved.
+    pub output: String,
+}
+
+/// How to run a container.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// `uid:gid`, or `None` for the image's user.
+    pub user: Option<String>,
+    /// Seccomp profile JSON (`None`: the engine's default profile).
+    pub seccomp_profile: Option<String>,
+    /// Read-only root with tmpfs on /tmp and the data home.
+    pub read_only_root: bool,
+    /// No network at all.
+    pub no_network: bool,
+}
+
+impl Engine {
+    /// Connects (DOCKER_HOST or the local socket) and negotiates the API version.
+    pub async fn connect() -> Result<Engine, EngineError> {
+        let docker = Docker::connect_with_defaults().map_err(|e| EngineError::Unreachable(e.to_string()))?;
+        let docker = docker.negotiate_version().await.map_err(|e| EngineError::Unreachable(e.to_string()))?;
+        docker.ping().await.map_err(|e| EngineError::Unreachable(e.to_string()))?;
+        Ok(Engine { docker })
+    }
+
+    /// The negotiated API version.
+    pub fn api_version(&self) -> String {
+        self.docker.client_version().to_string()
+    }
+
+    /// Whether an image exists locally.
+    pub async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(false),
+            Err(e) => Err(api(e)),
+        }
+    }
+
+    /// The image's ID (`sha256:…`).
+    pub async fn image_id(&self, image: &str) -> Result<String, EngineError> {
+        let i = self.docker.inspect_image(image).await.map_err(api)?;
+        Ok(i.id.unwrap_or_default())
+    }
+
+    /// The image's layer digests (`RootFS.Layers`).
+    pub async fn image_layers(&self, image: &str) -> Result<Vec<String>, EngineError> {
+        let i = self.docker.inspect_image(image).await.map_err(api)?;
+        Ok(i.root_fs.and_then(|r| r.layers).unwrap_or_default())
+    }
+
+    /// The image's labels.
+    pub async fn image_labels(&self, image: &str) -> Result<HashMap<String, String>, EngineError> {
+        let i = self.docker.inspect_image(image).await.map_err(api)?;
+        Ok(i.config.and_then(|c| c.labels).unwrap_or_default())
+    }
+
+    /// Builds a context tar; returns the image ID. Each output line goes to `on_line`.
+    pub async fn build(
+        &self,
+        context: Vec<u8>,
+        no_cache: bool,
+        mut on_line: impl FnMut(&str),
+    ) -> Result<String, EngineError> {
+        let options = BuildImageOptions {
+            dockerfile: "Dockerfile".into(),
+            rm: true,
+            forcerm: true,
+            nocache: no_cache,
+            ..Default::default()
+        };
+        let mut stream = self.docker.build_image(options, None, Some(bollard::body_full(context.into())));
+        let mut id = None;
+        let mut log = String::new();
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| classify_build_failure(&log, &e.to_string()))?;
+            if let Some(text) = &info.stream {
+                log.push_str(text);
+                for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                    on_line(line);
+                }
+            }
+            if let Some(err) = info.error.or_else(|| info.error_detail.and_then(|d| d.message)) {
+                return Err(classify_build_failure(&log, &err));
+            }
+            if let Some(image) = info.aux {
+                id = image.id.or(id);
+            }
+        }
+        id.ok_or_else(|| EngineError::Build(format!("the engine reported no image ID\n{}", tail(&log))))
+    }
+
+    /// Runs `cmd` (via /bin/sh -c) in `image` and captures its output; the container is removed.
+    pub async fn run(&self, image: &str, script: &str, options: &RunOptions) -> Result<RunOutput, EngineError> {
+        let mut tmpfs = HashMap::new();
+        if options.read_only_root {
+            tmpfs.insert("/tmp".to_owned(), "rw,mode=1777".to_owned());
+            tmpfs.insert("/var/lib/playpen".to_owned(), "rw,mode=1777".to_owned());
+        }
+        let host = HostConfig {
+            readonly_rootfs: Some(options.read_only_root),
+            tmpfs: Some(tmpfs),
+            security_opt: options.seccomp_profile.as_ref().map(|p| vec![format!("seccomp={p}")]),
+            shm_size: Some(256 * 1024 * 1024),
+            network_mode: options.no_network.then(|| "none".to_owned()),
+            ..Default::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(image.to_owned()),
+            user: options.user.clone(),
+            entrypoint: Some(vec!["/bin/sh".into(), "-c".into()]),
+            cmd: Some(vec![script.to_owned()]),
+            env: Some(vec!["HOME=/var/lib/playpen/home".into()]),
+            host_config: Some(host),
+            ..Default::default()
+        };
+        let created = self.docker.create_container(None::<CreateContainerOptions>, body).await.map_err(api)?;
+        let id = created.id;
+        let result = self.run_created(&id).await;
+        let _ =
+            self.docker.remove_container(&id, Some(RemoveContainerOptions { force: true, ..Default::default() })).await;
+        result
+    }
+
+    async fn run_created(&self, id: &str) -> Result<RunOutput, EngineError> {
+        self.docker.start_container(id, None::<bollard::query_parameters::StartContainerOptions>).await.map_err(api)?;
+        let mut wait = self.docker.wait_container(id, None::<bollard::query_parameters::WaitContainerOptions>);
+        let exit_code = match wait.next().await {
+            Some(Ok(r)) => r.status_code,
+            // bollard reports a non-zero exit as an error carrying the code.
+            Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
+            Some(Err(e)) => return Err(api(e)),
+            None => -1,
+        };
+        let mut logs = self.docker.logs(id, Some(LogsOptions { stdout: true, stderr: true, ..Default::default() }));
+        let mut output = String::new();
+        while let Some(chunk) = logs.next().await {
+            output.push_str(&chunk.map_err(api)?.to_string());
+        }
+        Ok(RunOutput { exit_code, output })
+    }
+
+    /// Streams `docker save` of `image` into `path`.
+    pub async fn save_to_file(&self, image: &str, path: &std::path::Path) -> Result<(), EngineError> {
+        use std::io::Write as _;
+        let mut file = std::fs::File::create(path).map_err(|e| EngineError::Api(format!("{}: {e}", path.display())))?;
+        let mut stream = self.docker.export_image(image);
+        while let Some(chunk) = stream.next().await {
+            file.write_all(&chunk.map_err(api)?).map_err(|e| EngineError::Api(format!("{}: {e}", path.display())))?;
+        }
+        Ok(())
+    }
+
+    /// Tags `image` as `reference` (`repo:tag`).
+    pub async fn tag(&self, image: &str, reference: &str) -> Result<(), EngineError> {
+        let (repo, tag) = split_reference(reference);
+        self.docker.tag_image(image, Some(TagImageOptions { repo: Some(repo), tag: Some(tag) })).await.map_err(api)
+    }
+}
+
+/// `repo[:tag]` → `(repo, tag)`, with `latest` as the default and registry ports kept.
+pub fn split_reference(reference: &str) -> (String, String) {
+    match reference.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => (repo.to_owned(), tag.to_owned()),
+        _ => (reference.to_owned(), "latest".to_owned()),
+    }
+}
+
+/// Classifies a failed build step from its log: the exit codes the rendered steps use.
+pub fn classify_build_failure(log: &str, error: &str) -> EngineError {
+    let text = format!("{error}\n{}", tail(log));
+    if error.contains("code: 16") || error.contains("returned a non-zero code: 16") {
+        EngineError::BrowserDownload(text)
+    } else if error.contains("non-zero code: 19") || crate::dockerfile::says_missing_dependencies(log) {
+        EngineError::MissingDependencies(text)
+    } else {
+        EngineError::Build(text)
+    }
+}
+
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::{Classify, FailureClass};
+
+    #[test]
+    fn references_split_like_docker() {
+        assert_eq!(split_reference("playpen/browser:1"), ("playpen/browser".into(), "1".into()));
+        assert_eq!(split_reference("reg:5000/playpen/browser"), ("reg:5000/playpen/browser".into(), "latest".into()));
+    }
+
+    #[test]
+    fn build_failures_are_classified_by_step_code() {
+        let e = classify_build_failure("", "The command '/bin/sh -eu -c x' returned a non-zero code: 16");
+        assert_eq!(e.class(), FailureClass::BrowserDownloadBlocked);
+        let e = classify_build_failure("", "The command '/bin/sh -eu -c x' returned a non-zero code: 19");
+        assert_eq!(e.class(), FailureClass::MissingHostDependencies);
+        let e = classify_build_failure("E: Unable to locate package nope", "returned a non-zero code: 100");
+        assert_eq!(e.class(), FailureClass::Engine);
+        assert!(e.to_string().contains("Unable to locate package nope"));
+    }
+}

@@ -1,0 +1,312 @@
+//! `lock`: resolves every pin of a spec to a digest. Every artifact is also
+//! downloaded and checked here (which fills the cache), so a tampered or
+//! missing download fails at lock time, not halfway through a build.
+
+use crate::digest::{sha256_from_shasums, Integrity};
+use crate::fetch::{check_digest, FetchError, Fetcher};
+use crate::lock::{Lock, LockedChromium, LockedFile, LockedNode, LockedPackage, LOCK_VERSION};
+use crate::spec::{ChromiumSource, ImageSpec, Libc, NodeSource};
+use std::collections::{BTreeMap, VecDeque};
+
+/// The CLI package.
+pub const CLI_PACKAGE: &str = "@playwright/cli";
+/// Default nodejs.org-style dist roots.
+pub const NODE_DIST: &str = "https://nodejs.org/dist";
+/// Unofficial musl builds.
+pub const NODE_DIST_MUSL: &str = "https://unofficial-builds.nodejs.org/download/release";
+
+/// Resolution failures.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// A download failed or did not match.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// The registry has the package but not the version.
+    #[error("{package}@{version} is not published on {registry}")]
+    VersionAbsent {
+        /// Package.
+        package: String,
+        /// Version.
+        version: String,
+        /// Registry (redacted).
+        registry: String,
+    },
+    /// A dependency is not pinned to an exact version.
+    #[error("{package}@{version} depends on {dependency}@{range}, which is not an exact version; the builder locks exact closures only")]
+    RangeDependency {
+        /// Dependent.
+        package: String,
+        /// Its version.
+        version: String,
+        /// The dependency.
+        dependency: String,
+        /// Its requirement.
+        range: String,
+    },
+    /// The release's SHASUMS256.txt does not list the tarball.
+    #[error("{shasums} does not list {file}: the tarball is not part of that release")]
+    NotInShasums {
+        /// SHASUMS256.txt URL.
+        shasums: String,
+        /// The file name.
+        file: String,
+    },
+    /// browsers.json is missing or names no chromium.
+    #[error("playwright-core {version}: {detail}")]
+    BrowsersJson {
+        /// playwright-core's version.
+        version: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The Chromium archive could not be downloaded.
+    #[error("the Chromium archive could not be downloaded: {0}")]
+    BrowserDownload(FetchError),
+    /// A tarball is not a readable gzip tar.
+    #[error("{what}: {detail}")]
+    Archive {
+        /// Which archive.
+        what: String,
+        /// What went wrong.
+        detail: String,
+    },
+}
+
+impl crate::failure::Classify for ResolveError {
+    fn class(&self) -> crate::failure::FailureClass {
+        use crate::failure::FailureClass as F;
+        match self {
+            ResolveError::Fetch(e) => e.class(),
+            ResolveError::VersionAbsent { .. } | ResolveError::NotInShasums { .. } => F::PackageAbsent,
+            ResolveError::RangeDependency { .. } | ResolveError::BrowsersJson { .. } | ResolveError::Archive { .. } => {
+                F::InvalidSpec
+            }
+            ResolveError::BrowserDownload(FetchError::DigestMismatch { .. }) => F::DigestMismatch,
+            ResolveError::BrowserDownload(FetchError::Io { .. }) => F::Io,
+            ResolveError::BrowserDownload(_) => F::BrowserDownloadBlocked,
+        }
+    }
+}
+
+/// The packument URL of `name` on `registry` (scoped names keep `@`, encode `/`).
+pub fn packument_url(registry: &str, name: &str) -> String {
+    format!("{}/{}", registry.trim_end_matches('/'), name.replace('/', "%2f"))
+}
+
+/// `(tarball, integrity, dependencies)` of `version` in a packument.
+pub fn version_entry(
+    packument: &serde_json::Value,
+    name: &str,
+    version: &str,
+    registry: &str,
+) -> Result<(String, Integrity, BTreeMap<String, String>), ResolveError> {
+    let absent = || ResolveError::VersionAbsent {
+        package: name.to_owned(),
+        version: version.to_owned(),
+        registry: crate::redact::redact_url(registry),
+    };
+    let v = packument.get("versions").and_then(|vs| vs.get(version)).ok_or_else(absent)?;
+    let tarball = v.pointer("/dist/tarball").and_then(|t| t.as_str()).ok_or_else(absent)?.to_owned();
+    let integrity =
+        v.pointer("/dist/integrity").and_then(|t| t.as_str()).and_then(|s| Integrity::parse(s).ok()).ok_or_else(
+            || ResolveError::Archive {
+                what: format!("{name}@{version}"),
+                detail: "no sha512 integrity in the registry's metadata".into(),
+            },
+        )?;
+    let deps = v
+        .get("dependencies")
+        .and_then(|d| d.as_object())
+        .map(|d| d.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
+        .unwrap_or_default();
+    Ok((tarball, integrity, deps))
+}
+
+/// Whether an npm requirement is one exact version (`1.2.3`, `=1.2.3`, `1.2.3-alpha.1`).
+pub fn exact_requirement(range: &str) -> Option<&str> {
+    let v = range.trim().trim_start_matches('=');
+    let core = v.split(['-', '+']).next().unwrap_or_default();
+    crate::validate::parse_exact_version(core).map(|_| v)
+}
+
+/// Resolves `@playwright/cli@version` and its exact dependency closure, sorted by name.
+pub async fn resolve_cli(f: &Fetcher, registry: &str, version: &str) -> Result<Vec<LockedPackage>, ResolveError> {
+    let mut out: BTreeMap<String, LockedPackage> = BTreeMap::new();
+    let mut queue = VecDeque::from([(CLI_PACKAGE.to_owned(), version.to_owned())]);
+    while let Some((name, version)) = queue.pop_front() {
+        if out.contains_key(&name) {
+            continue;
+        }
+        let packument = f.get_json(&packument_url(registry, &name)).await?;
+        let (tarball, integrity, deps) = version_entry(&packument, &name, &version, registry)?;
+        f.fetch_verified(&tarball, &integrity).await?;
+        for (dep, range) in deps {
+            let exact = exact_requirement(&range).ok_or_else(|| ResolveError::RangeDependency {
+                package: name.clone(),
+                version: version.clone(),
+                dependency: dep.clone(),
+                range: range.clone(),
+            })?;
+            queue.push_back((dep, exact.to_owned()));
+        }
+        out.insert(name.clone(), LockedPackage { name, version, resolved: tarball, integrity });
+    }
+    Ok(out.into_values().collect())
+}
+
+/// The nodejs.org-style file name for a version, arch and libc.
+pub fn node_dist_file(version: &str, arch: &str, libc: Libc) -> String {
+    match libc {
+        Libc::Glibc => format!("node-v{version}-linux-{arch}.tar.gz"),
+        Libc::Musl => format!("node-v{version}-linux-{arch}-musl.tar.gz"),
+    }
+}
+
+/// Resolves Node per the spec.
+pub async fn resolve_node(f: &Fetcher, spec: &ImageSpec) -> Result<LockedNode, ResolveError> {
+    let n = &spec.node;
+    let arch = n.arch.as_str();
+    let (url, integrity, bin_path) = match n.source {
+        NodeSource::Npm => {
+            let name = format!("node-linux-{arch}");
+            let packument = f.get_json(&packument_url(&spec.registry.npm, &name)).await?;
+            let (tarball, integrity, _) = version_entry(&packument, &name, &n.version, &spec.registry.npm)?;
+            (tarball, integrity, "package/bin/node".to_owned())
+        }
+        NodeSource::Dist => {
+            let default = if n.libc == Libc::Musl { NODE_DIST_MUSL } else { NODE_DIST };
+            let root = n.dist_url.as_deref().unwrap_or(default).trim_end_matches('/');
+            let file = node_dist_file(&n.version, arch, n.libc);
+            let shasums_url = format!("{root}/v{}/SHASUMS256.txt", n.version);
+            let shasums = f.get_text(&shasums_url).await?;
+            let integrity = sha256_from_shasums(&shasums, &file).ok_or_else(|| ResolveError::NotInShasums {
+                shasums: crate::redact::redact_url(&shasums_url),
+                file: file.clone(),
+            })?;
+            let stem = file.trim_end_matches(".tar.gz").to_owned();
+            (format!("{root}/v{}/{file}", n.version), integrity, format!("{stem}/bin/node"))
+        }
+        NodeSource::File => {
+            let path = n.file.clone().unwrap_or_default();
+            let integrity = Integrity::parse(n.sha256.as_deref().unwrap_or_default())
+                .map_err(|e| ResolveError::Archive { what: "node.sha256".into(), detail: e.to_string() })?;
+            let bytes = f.get(&path).await?;
+            check_digest(&path, &integrity, &bytes)?;
+            let bin = crate::layer::find_node_binary_path(&bytes)
+                .map_err(|detail| ResolveError::Archive { what: path.clone(), detail })?;
+            (path, integrity, bin)
+        }
+    };
+    let bytes = f.fetch_verified(&url, &integrity).await?;
+    crate::layer::extract_file(&bytes, &bin_path)
+        .map_err(|detail| ResolveError::Archive { what: url.clone(), detail })?;
+    Ok(LockedNode { version: n.version.clone(), source: n.source, url, integrity, bin_path })
+}
+
+/// The chromium revision and browser version in browsers.json text.
+pub fn chromium_from_browsers_json(text: &str) -> Result<(String, Option<String>), String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("browsers.json: {e}"))?;
+    let entry = v
+        .get("browsers")
+        .and_then(|b| b.as_array())
+        .and_then(|b| b.iter().find(|e| e.get("name").and_then(|n| n.as_str()) == Some("chromium")))
+        .ok_or("browsers.json names no chromium")?;
+    let revision = entry.get("revision").and_then(|r| r.as_str()).ok_or("chromium has no revision")?.to_owned();
+    let version = entry.get("browserVersion").and_then(|r| r.as_str()).map(str::to_owned);
+    Ok((revision, version))
+}
+
+/// Resolves the Chromium source (the packages are needed for `playwright`).
+pub async fn resolve_chromium(
+    f: &Fetcher,
+    spec: &ImageSpec,
+    packages: &[LockedPackage],
+) -> Result<LockedChromium, ResolveError> {
+    let c = &spec.chromium;
+    Ok(match c.source {
+        ChromiumSource::Distribution => LockedChromium::Distribution {
+            package: c.package.clone().unwrap_or_else(|| "chromium".to_owned()),
+            executable_path: c.executable_path.clone(),
+        },
+        ChromiumSource::Playwright => {
+            let core =
+                packages.iter().find(|p| p.name == "playwright-core").ok_or_else(|| ResolveError::BrowsersJson {
+                    version: "?".into(),
+                    detail: "the CLI's closure has no playwright-core".into(),
+                })?;
+            let bytes = f.fetch_verified(&core.resolved, &core.integrity).await?;
+            let text = crate::layer::extract_file(&bytes, "package/browsers.json")
+                .map_err(|detail| ResolveError::BrowsersJson { version: core.version.clone(), detail })?;
+            let (revision, browser_version) = chromium_from_browsers_json(&String::from_utf8_lossy(&text))
+                .map_err(|detail| ResolveError::BrowsersJson { version: core.version.clone(), detail })?;
+            LockedChromium::Playwright { revision, browser_version }
+        }
+        ChromiumSource::Archive => {
+            let url = c.url.clone().unwrap_or_default();
+            let integrity = Integrity::parse(c.sha256.as_deref().unwrap_or_default())
+                .map_err(|e| ResolveError::Archive { what: "chromium.sha256".into(), detail: e.to_string() })?;
+            f.fetch_verified(&url, &integrity).await.map_err(ResolveError::BrowserDownload)?;
+            LockedChromium::Archive { url, integrity, executable_path: c.executable_path.clone().unwrap_or_default() }
+        }
+    })
+}
+
+/// Resolves a whole spec into a lock.
+pub async fn resolve(f: &Fetcher, spec: &ImageSpec) -> Result<Lock, ResolveError> {
+    let node = resolve_node(f, spec).await?;
+    let packages = resolve_cli(f, &spec.registry.npm, &spec.cli.version).await?;
+    let chromium = resolve_chromium(f, spec, &packages).await?;
+    let session_runtime = match &spec.session_runtime {
+        None => None,
+        Some(s) => {
+            let bytes = f.get(&s.path).await?;
+            Some(LockedFile { path: s.path.clone(), integrity: Integrity::sha256_of(&bytes) })
+        }
+    };
+    Ok(Lock { lock_version: LOCK_VERSION, spec: spec.clone(), node, packages, chromium, session_runtime })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scoped_packuments_encode_the_slash() {
+        assert_eq!(
+            packument_url("https://registry.npmjs.org/", "@playwright/cli"),
+            "https://registry.npmjs.org/@playwright%2fcli"
+        );
+        assert_eq!(packument_url("https://m/npm", "playwright"), "https://m/npm/playwright");
+    }
+
+    #[test]
+    fn only_exact_requirements_are_followed() {
+        assert_eq!(exact_requirement("1.58.0-alpha-2026-01-01"), Some("1.58.0-alpha-2026-01-01"));
+        assert_eq!(exact_requirement("=1.2.3"), Some("1.2.3"));
+        assert_eq!(exact_requirement("^1.2.3"), None);
+        assert_eq!(exact_requirement("*"), None);
+    }
+
+    #[test]
+    fn missing_versions_are_package_absent() {
+        let p = serde_json::json!({"versions": {"1.0.0": {"dist": {"tarball": "t", "integrity": Integrity::sha512_of(b"x").to_string()}}}});
+        let err = version_entry(&p, "x", "2.0.0", "https://r").unwrap_err();
+        assert_eq!(crate::failure::Classify::class(&err), crate::failure::FailureClass::PackageAbsent);
+        assert!(err.to_string().contains("x@2.0.0"));
+        let (t, i, d) = version_entry(&p, "x", "1.0.0", "https://r").unwrap();
+        assert_eq!((t.as_str(), i.algorithm(), d.len()), ("t", "sha512", 0));
+    }
+
+    #[test]
+    fn dist_file_names_are_libc_aware() {
+        assert_eq!(node_dist_file("22.12.0", "x64", Libc::Glibc), "node-v22.12.0-linux-x64.tar.gz");
+        assert_eq!(node_dist_file("22.12.0", "x64", Libc::Musl), "node-v22.12.0-linux-x64-musl.tar.gz");
+    }
+
+    #[test]
+    fn browsers_json_gives_the_chromium_revision() {
+        let text = r#"{"comment":"x","browsers":[{"name":"chromium","revision":"1247","installByDefault":true,"browserVersion":"147.0.1"},{"name":"firefox","revision":"1"}]}"#;
+        assert_eq!(chromium_from_browsers_json(text), Ok(("1247".into(), Some("147.0.1".into()))));
+        assert!(chromium_from_browsers_json(r#"{"browsers":[]}"#).is_err());
+    }
+}

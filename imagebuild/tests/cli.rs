@@ -1,0 +1,54 @@
+//! The binary's small subcommands and its usage errors.
+
+mod support;
+
+use support::run_bin;
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_playpen-imagebuild"))
+        .args(args)
+        .output()
+        .expect("running the binary");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+#[test]
+fn schema_subcommand_prints_the_published_schema() {
+    let published =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/image-spec.schema.json")).unwrap();
+    assert_eq!(stdout_of(&["schema"]), published);
+}
+
+#[test]
+fn seccomp_subcommand_prints_the_charts_profile() {
+    let chart =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../charts/playpen/files/seccomp/chromium.json"))
+            .unwrap();
+    assert_eq!(stdout_of(&["seccomp-profile"]), chart);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chromium.json");
+    stdout_of(&["seccomp-profile", "--output", out.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(out).unwrap(), chart);
+}
+
+#[test]
+fn the_example_spec_is_valid_and_the_help_lists_exit_codes() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/debian-chromium.yaml");
+    let spec = playpen_imagebuild::spec::read_spec(std::path::Path::new(example)).unwrap();
+    playpen_imagebuild::validate::validate(&spec).unwrap();
+    let help = stdout_of(&["--help"]);
+    assert!(help.contains("17 digest mismatch") && help.contains("13 registry rejected auth"), "{help}");
+}
+
+#[test]
+fn a_missing_spec_is_an_io_failure_and_a_lock_from_elsewhere_is_refused() {
+    let (code, err) = run_bin(&["lock", "--spec", "/nonexistent/image.yaml"], &[]);
+    assert_eq!(code, 11, "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("x.lock.json");
+    std::fs::write(&lock, "{\"lockVersion\": 1}").unwrap();
+    let (code, err) = run_bin(&["build", "--lock", lock.to_str().unwrap(), "--tag", "x:y"], &[]);
+    assert_eq!(code, 10, "{err}");
+    assert!(err.contains("re-run `playpen-imagebuild lock`"), "{err}");
+}
