@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of the project: formatting, lints, unit tests, and the
-# integration tests against a real kube-apiserver, etcd and
-# kube-controller-manager (built from the Go module proxy and cached by
-# version by tests/cluster/build.sh). Installs what it needs; leaves nothing
-# running.
+# tests against real parts: a kube-apiserver, etcd and
+# kube-controller-manager (built from the Go module proxy, cached by version
+# by tests/cluster/build.sh), helm (the same way), the real playwright-cli
+# with Debian's Chromium, and Docker Engine. Installs what it needs; stops the
+# control plane when done (dockerd is left running for the next run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -28,7 +29,12 @@ PLAYPEN_HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
 PLAYPEN_KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
 export PLAYPEN_HELM PLAYPEN_KUBECTL
 
-PLAYPEN_TEST_CLI_PREFIX="$(tests/session/setup.sh | tail -n 1)"; export PLAYPEN_TEST_CLI_PREFIX
-tests/imagebuild/setup.sh >/dev/null # Docker Engine and the base image for imagebuild/tests/docker_build.rs
+log "installing Chromium and the pinned playwright-cli (session runtime tests)"
+PLAYPEN_TEST_CLI_PREFIX="$(tests/session/setup.sh | tail -n 1)"
+export PLAYPEN_TEST_CLI_PREFIX
+
+log "starting Docker Engine and the debootstrap base image (image builder tests)"
+tests/imagebuild/setup.sh >/dev/null
+
 log "running all tests"
 cargo test --workspace --locked
