@@ -13,7 +13,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, PostParams};
 use playpen_api::BrowserSession;
 use playpen_operator::leader::LeaseConfig;
-use playpen_tests::{client, client_as, client_as_service_account, eventually, RunningOperator, TestNamespace};
+use playpen_tests::{
+    client, client_as, client_as_service_account, eventually, wait_crd_established, RunningOperator, TestNamespace,
+};
 use serde_json::json;
 
 use crate::access::can;
@@ -51,18 +53,7 @@ async fn install_run_as_chart_account_upgrade_uninstall() -> anyhow::Result<()> 
     let deployment = deployments.get(FULLNAME).await?;
     assert_eq!(deployment.spec.as_ref().and_then(|s| s.replicas), Some(1));
     let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
-    eventually(Duration::from_secs(30), || async {
-        let crd = crds.get("browsersessions.playpen.dev").await?;
-        let established = crd
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        ensure!(established, "CRD not established");
-        Ok(())
-    })
-    .await?;
+    wait_crd_established(&admin).await?;
     create_session(&admin, w, "kept").await?;
 
     // The operator, as the chart's ServiceAccount, reconciles fully.

@@ -73,24 +73,25 @@ pub async fn ensure_crd(client: &Client) -> anyhow::Result<()> {
         api.patch("browsersessions.playpen.dev", &PatchParams::apply("playpen-tests").force(), &Patch::Apply(&crd))
             .await
             .context("applying the CRD")?;
-        eventually(Duration::from_secs(30), || async {
-            let crd = api.get("browsersessions.playpen.dev").await?;
-            let established = crd
-                .status
-                .and_then(|s| s.conditions)
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True");
-            if established {
-                Ok(())
-            } else {
-                bail!("CRD not established yet")
-            }
-        })
-        .await
+        wait_crd_established(client).await
     })
     .await
     .copied()
+}
+
+/// Waits until the BrowserSession CRD is served.
+pub async fn wait_crd_established(client: &Client) -> anyhow::Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    eventually(Duration::from_secs(30), || async {
+        let crd = api.get("browsersessions.playpen.dev").await?;
+        let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
+        if conditions.iter().any(|c| c.type_ == "Established" && c.status == "True") {
+            Ok(())
+        } else {
+            bail!("CRD not established yet")
+        }
+    })
+    .await
 }
 
 /// A fresh namespace (deleted on drop) with its default ServiceAccount ready.
