@@ -71,23 +71,14 @@ fn peak_rss_mib(pid: &str) -> anyhow::Result<f64> {
 }
 
 /// Creates `count` objects with at most `concurrency` in flight; returns create instants by name.
+/// Each future returns the object's name and the instant its create was sent.
 async fn create_all<F, Fut>(count: usize, concurrency: usize, make: F) -> anyhow::Result<HashMap<String, Instant>>
 where
     F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<String>>,
+    Fut: std::future::Future<Output = anyhow::Result<(String, Instant)>>,
 {
-    let results: Vec<anyhow::Result<(String, Instant)>> = futures::stream::iter(0..count)
-        .map(|i| {
-            let fut = make(i);
-            async move {
-                let start = Instant::now();
-                let name = fut.await?;
-                Ok((name, start))
-            }
-        })
-        .buffer_unordered(concurrency)
-        .collect()
-        .await;
+    let results: Vec<anyhow::Result<(String, Instant)>> =
+        futures::stream::iter(0..count).map(&make).buffer_unordered(concurrency).collect().await;
     results.into_iter().collect()
 }
 
@@ -136,7 +127,9 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(1000);
     let metrics_url = args.get(2).cloned().unwrap_or_else(|| "http://127.0.0.1:18081/metrics".into());
-    let operator_pid = args.get(3).cloned().context("usage: bench-operator N METRICS_URL OPERATOR_PID")?;
+    let operator_pid = args.get(3).cloned().context("usage: bench-operator N METRICS_URL OPERATOR_PID [RATE]")?;
+    // Sessions per second; 0 creates them as fast as possible (a burst).
+    let rate: f64 = args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(0.0);
     let concurrency = 32;
     let client: Client = client().await?;
     ensure_crd(&client).await?;
@@ -168,8 +161,9 @@ async fn main() -> anyhow::Result<()> {
             let name = format!("base-{i}");
             let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": name,
                 "labels": {"playpen.dev/bench": "baseline"}}, "data": {"k": "v"}}))?;
+            let sent = Instant::now();
             cms.create(&PostParams::default(), &cm).await?;
-            Ok(name)
+            Ok((name, sent))
         }
     })
     .await?;
@@ -184,12 +178,17 @@ async fn main() -> anyhow::Result<()> {
     let start = Instant::now();
     let created = create_all(n, concurrency, |i| {
         let sessions = sessions.clone();
+        let due = (rate > 0.0).then(|| start + Duration::from_secs_f64(i as f64 / rate));
         async move {
+            if let Some(due) = due {
+                tokio::time::sleep_until(due.into()).await;
+            }
             let name = format!("s{i}");
             let bs: BrowserSession = serde_json::from_value(serde_json::json!({"apiVersion": "playpen.dev/v1alpha1",
                 "kind": "BrowserSession", "metadata": {"name": name}, "spec": {"image": "playpen/browser:bench"}}))?;
+            let sent = Instant::now();
             sessions.create(&PostParams::default(), &bs).await?;
-            Ok(name)
+            Ok((name, sent))
         }
     })
     .await?;
@@ -218,7 +217,8 @@ async fn main() -> anyhow::Result<()> {
     let (p50, p99) = (percentile(&lat, 0.50), percentile(&lat, 0.99));
     let (b50, b99) = (percentile(&base, 0.50), percentile(&base, 0.99));
     println!();
-    println!("BrowserSessions: {n}, create concurrency {concurrency}");
+    let arrival = if rate > 0.0 { format!("paced at {rate}/s") } else { "burst".to_owned() };
+    println!("BrowserSessions: {n}, {arrival}, create concurrency {concurrency}");
     println!("{:<44} {:>12} {:>12} {:>10}", "measure", "sessions", "baseline", "ratio");
     println!(
         "{:<44} {:>12.1} {:>12.1} {:>10.2}",

@@ -53,24 +53,41 @@ pub async fn apply_children(
     children: &Children,
     create_pod: bool,
 ) -> Result<Option<Pod>> {
-    if let Some(secret) = &children.launch_secret {
-        apply(client, namespace, secret).await?;
-    }
-    apply(client, namespace, &children.runtime_config).await?;
-    if let Some(claim) = &children.snapshot_claim {
-        apply(client, namespace, claim).await?;
-    }
-    apply(client, namespace, &children.network_policy).await?;
-    if let Some(service) = &children.viewer_service {
-        apply(client, namespace, service).await?;
-    }
+    // Everything the Pod mounts or is isolated by, in parallel (independent
+    // objects), and the existing Pod; only then the Pod itself.
     let name = children.pod.name_any();
-    let existing = Api::<Pod>::namespaced(client.clone(), namespace).get_opt(&name).await.map_err(|source| {
-        Error::Kube { action: "get", kind: "Pod", namespace: namespace.to_owned(), name, source: Box::new(source) }
-    })?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let existing = async {
+        pods.get_opt(&name).await.map_err(|source| Error::Kube {
+            action: "get",
+            kind: "Pod",
+            namespace: namespace.to_owned(),
+            name: name.clone(),
+            source: Box::new(source),
+        })
+    };
+    let (existing, ..) = futures::try_join!(
+        existing,
+        apply_opt(client, namespace, children.launch_secret.as_ref()),
+        apply(client, namespace, &children.runtime_config),
+        apply_opt(client, namespace, children.snapshot_claim.as_ref()),
+        apply(client, namespace, &children.network_policy),
+        apply_opt(client, namespace, children.viewer_service.as_ref()),
+    )?;
     match existing {
         Some(pod) => Ok(Some(pod)),
         None if create_pod => apply(client, namespace, &children.pod).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// [`apply`] for an optional child.
+async fn apply_opt<K>(client: &Client, namespace: &str, obj: Option<&K>) -> Result<Option<K>>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+{
+    match obj {
+        Some(obj) => apply(client, namespace, obj).await.map(Some),
         None => Ok(None),
     }
 }

@@ -214,7 +214,7 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
     // Creating one session makes five child events and a status update:
     // the debounce folds them into one reconcile; the concurrency bound caps
     // memory and API pressure when a thousand sessions arrive at once.
-    let config = controller::Config::default().debounce(Duration::from_millis(300)).concurrency(16);
+    let config = controller::Config::default().debounce(Duration::from_millis(300)).concurrency(32);
     Controller::new(api::<BrowserSession>(client, namespace), watcher::Config::default())
         .with_config(config)
         .owns(api::<Pod>(client, namespace), owned.clone())
