@@ -21,8 +21,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 log "building tests"
 cargo test --workspace --locked --no-run
 
-log "starting the control plane"
+log "starting a fresh control plane (state left by a demo or an earlier run is purged)"
 trap 'tests/cluster/stop.sh >/dev/null 2>&1 || true' EXIT
+tests/cluster/stop.sh --purge >/dev/null
 KUBECONFIG="$(tests/cluster/start.sh | tail -n 1)"
 export KUBECONFIG
 PLAYPEN_HELM="$(tests/cluster/build-helm.sh | tail -n 1)"

@@ -44,8 +44,18 @@ async fn every_value_set_is_accepted_by_the_api_server() -> anyhow::Result<()> {
         argv.extend(args.iter().map(String::as_str));
         let manifest = helm(&argv)?;
         assert!(manifest.contains("kind: Deployment"), "{name}: no Deployment rendered");
+        // A dry run: --force-conflicts so cluster-wide objects that another
+        // release (the demo, the install test) manages are not conflicts.
         kubectl(
-            &["apply", "--server-side", "--dry-run=server", "--field-manager=playpen-tests", "-f", "-"],
+            &[
+                "apply",
+                "--server-side",
+                "--dry-run=server",
+                "--force-conflicts",
+                "--field-manager=playpen-tests",
+                "-f",
+                "-",
+            ],
             Some(&manifest),
         )
         .map_err(|e| e.context(format!("value set {name} refused by the API server")))?;
