@@ -35,18 +35,28 @@ async fn engine() -> Engine {
     engine
 }
 
+/// The workspace's own `playpen-session` (built by `cargo test --workspace`,
+/// as tests/run.sh does; a glibc build that runs on the Debian base).
+fn session_runtime_binary() -> std::path::PathBuf {
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let path = target.join("debug/playpen-session");
+    assert!(path.exists(), "{} is missing: run `cargo build -p playpen-session` (tests/run.sh does)", path.display());
+    path
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn debian_image_builds_verifies_rebuilds_identically_and_keeps_the_sandbox() {
     let engine = engine().await;
     let dir = tempfile::tempdir().unwrap();
-    let session_stub = dir.path().join("playpen-session");
-    std::fs::write(&session_stub, "#!/bin/sh\necho playpen-session stub \"$@\"\n").unwrap();
+    let session_runtime = session_runtime_binary();
     let example =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/debian-chromium.yaml")).unwrap();
     let yaml = format!(
         "{}\nsessionRuntime: {{path: '{}'}}\n",
         example.replace("playpen/base:bookworm", &base_image()),
-        session_stub.display()
+        session_runtime.display()
     );
     let spec = parse_spec(&yaml, "test").unwrap();
     playpen_imagebuild::validate::validate(&spec).unwrap();
@@ -111,14 +121,15 @@ async fn debian_image_builds_verifies_rebuilds_identically_and_keeps_the_sandbox
     let check = engine
         .run(
             &first.image_id,
-            "id -u; id -g; cat /usr/local/bin/playpen-session | head -2; cat /etc/playpen/launch-defaults.json; \
+            "id -u; id -g; /usr/local/bin/playpen-session --help; cat /etc/playpen/launch-defaults.json; \
              touch /usr/local/bin/x 2>&1 || echo read-only-root",
             &RunOptions { read_only_root: true, no_network: true, ..Default::default() },
         )
         .await
         .unwrap();
     assert!(check.output.starts_with("1000\n1000\n"), "{}", check.output);
-    assert!(check.output.contains("playpen-session stub"), "{}", check.output);
+    // The real session runtime (the workspace's build) runs inside the image.
+    assert!(check.output.contains("probe") && check.output.contains("run"), "{}", check.output);
     assert!(check.output.contains("\"chromiumSandbox\": true"), "{}", check.output);
     assert!(check.output.contains("read-only-root"), "{}", check.output);
 
