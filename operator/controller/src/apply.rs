@@ -13,29 +13,21 @@ use serde::Serialize;
 use crate::build::Children;
 use crate::error::{Error, Result};
 
-fn kind_of<K: Resource<DynamicType = ()>>() -> &'static str {
-    // Static kinds: k8s-openapi resources know theirs at compile time.
-    match K::kind(&()).as_ref() {
-        "Pod" => "Pod",
-        "Secret" => "Secret",
-        "ConfigMap" => "ConfigMap",
-        "Service" => "Service",
-        "NetworkPolicy" => "NetworkPolicy",
-        "PersistentVolumeClaim" => "PersistentVolumeClaim",
-        _ => "object",
-    }
-}
-
 /// Server-side applies `obj` (force: this manager owns these fields).
 pub async fn apply<K>(client: &Client, namespace: &str, obj: &K) -> Result<K>
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + k8s_openapi::Resource
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
 {
     let name = obj.name_any();
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(obj)).await.map_err(|source| Error::Kube {
         action: "apply",
-        kind: kind_of::<K>(),
+        kind: <K as k8s_openapi::Resource>::KIND,
         namespace: namespace.to_owned(),
         name,
         source: Box::new(source),
@@ -84,7 +76,12 @@ pub async fn apply_children(
 /// [`apply`] for an optional child.
 async fn apply_opt<K>(client: &Client, namespace: &str, obj: Option<&K>) -> Result<Option<K>>
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + k8s_openapi::Resource
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
 {
     match obj {
         Some(obj) => apply(client, namespace, obj).await.map(Some),

@@ -181,8 +181,7 @@ pub fn error_policy(bs: Arc<BrowserSession>, error: &Error, ctx: Arc<Context>) -
 /// Keeps the sessions-by-phase gauge in step with the controllers' caches.
 async fn count_phases(stores: Vec<Store<BrowserSession>>, metrics: Arc<Metrics>) {
     loop {
-        let mut counts: HashMap<&'static str, i64> =
-            ["Pending", "Starting", "Ready", "Degraded", "Failed", "Completed"].into_iter().map(|p| (p, 0)).collect();
+        let mut counts: HashMap<&'static str, i64> = Phase::ALL.iter().map(|p| (p.as_str(), 0)).collect();
         for store in &stores {
             for bs in store.state() {
                 let phase = bs.status.as_ref().and_then(|s| s.phase).unwrap_or(Phase::Pending);

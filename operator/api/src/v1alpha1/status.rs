@@ -56,6 +56,10 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in lifecycle order.
+    pub const ALL: [Self; 6] =
+        [Self::Pending, Self::Starting, Self::Ready, Self::Degraded, Self::Failed, Self::Completed];
+
     /// The serialized spelling.
     pub fn as_str(self) -> &'static str {
         match self {
