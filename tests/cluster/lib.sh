@@ -15,7 +15,8 @@ ETCD_BIN="${ETCD_DIR}/bin"
 log() { printf '[%s %s] %s\n' "$(date +%H:%M:%S)" "$(basename "$0")" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# ensure_cmds CMD:DEBIAN_PACKAGE ... — apt-get install only the packages whose command is missing.
+# ensure_cmds CMD:DEBIAN_PACKAGE ... — apt-get install only the packages whose command is
+# missing. CMD may be an absolute path (e.g. /usr/lib/cni/bridge).
 ensure_cmds() {
   local missing=() spec
   for spec in "$@"; do
@@ -71,4 +72,122 @@ stray_pids() {
     [[ "$cmd" == *"${STATE}/"* ]] || continue
     echo "${p#/proc/}"
   done
+}
+
+# ---- node tier (start-node.sh / stop.sh / load-image.sh / node-smoke.sh) ---------
+# One node per machine: the kubelet root dir is fixed (/var/lib/kubelet, where the chart's
+# seccomp installer writes) and the iptables/cgroup names below are global.
+NODE_NAME="${PLAYPEN_NODE_NAME:-playpen-node}"
+# Stable, private, non-loopback node IP on an interface of its own (a dummy link, or an
+# empty bridge when the kernel has no dummy driver). The apiserver advertises it (pods
+# reach it through Service default/kubernetes) and the kubelet listens on it.
+NODE_IP="${PLAYPEN_NODE_IP:-10.250.0.1}"
+NODE_IFACE="${PLAYPEN_NODE_IFACE:-playpen0}"
+POD_CIDR="${PLAYPEN_POD_CIDR:-10.244.0.0/24}"
+CNI_NETWORK=playpen
+CNI_BRIDGE=playpen-cni0
+CNI_BIN_DIR=/usr/lib/cni
+NODE_DIR="${STATE}/node"
+KUBELET_ROOT=/var/lib/kubelet
+CONTAINERD_SOCK="${NODE_DIR}/run/containerd.sock"
+# containerd's root (content store, snapshots = the imported images) lives in the cache,
+# outside the state dir, so images survive stop.sh --purge.
+CONTAINERD_ROOT="${PLAYPEN_CACHE}/containerd/root"
+PAUSE_IMAGE="registry.k8s.io/pause:${PAUSE_VERSION}"
+CRICTL_BIN="${PLAYPEN_CACHE}/cri-tools/${CRICTL_VERSION}/bin/crictl"
+KUBELET_PORT="${PLAYPEN_KUBELET_PORT:-16450}"          # on NODE_IP (apiserver -> kubelet)
+KUBELET_HEALTHZ_PORT="${PLAYPEN_KUBELET_HEALTHZ_PORT:-16451}"
+KUBE_PROXY_HEALTHZ_PORT="${PLAYPEN_KUBE_PROXY_HEALTHZ_PORT:-16456}"
+KUBE_PROXY_METRICS_PORT="${PLAYPEN_KUBE_PROXY_METRICS_PORT:-16457}"
+SCHEDULER_PORT="${PLAYPEN_SCHEDULER_PORT:-16459}"
+# Start order; stop.sh uses its own order (kubelet first, pods, then the rest).
+NODE_COMPONENTS=(containerd kube-scheduler kubelet kube-proxy)
+# nat chain holding the 127.0.0.1:APISERVER_PORT -> NODE_IP DNAT (node mode only).
+APISERVER_DNAT_CHAIN=PLAYPEN-APISERVER
+
+crictl() {
+  "$CRICTL_BIN" --runtime-endpoint "unix://${CONTAINERD_SOCK}" --image-endpoint "unix://${CONTAINERD_SOCK}" \
+    --timeout 60s "$@"
+}
+
+# node_ip_present — NODE_IP is assigned to a local interface.
+node_ip_present() { ip -o -4 addr show 2>/dev/null | grep -qF " ${NODE_IP}/"; }
+
+# ---- shared by start.sh and start-node.sh -----------------------------------------
+# sign NAME SUBJECT EXTENSIONS DIR [CA] — key + cert signed by DIR/CA.{crt,key} (default: ca).
+sign() {
+  local name="$1" subj="$2" ext="$3" dir="$4" ca="${5:-ca}"
+  openssl genrsa -out "${dir}/${name}.key" 2048 2>/dev/null
+  openssl req -new -key "${dir}/${name}.key" -subj "$subj" -out "${dir}/${name}.csr"
+  openssl x509 -req -in "${dir}/${name}.csr" -CA "${dir}/${ca}.crt" -CAkey "${dir}/${ca}.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
+    -extfile <(printf '%s\n' "$ext") -out "${dir}/${name}.crt" 2>/dev/null
+  rm -f "${dir}/${name}.csr"
+}
+
+# write_kubeconfig FILE USER CERT KEY — server https://127.0.0.1:APISERVER_PORT.
+write_kubeconfig() {
+  local f="$1" user="$2"
+  (
+    umask 077
+    cat >"${f}.tmp" <<EOK
+apiVersion: v1
+kind: Config
+clusters:
+- name: playpen
+  cluster:
+    server: https://127.0.0.1:${APISERVER_PORT}
+    certificate-authority-data: $(base64 -w0 "${PKI}/ca.crt")
+users:
+- name: ${user}
+  user:
+    client-certificate-data: $(base64 -w0 "$3")
+    client-key-data: $(base64 -w0 "$4")
+contexts:
+- name: playpen
+  context:
+    cluster: playpen
+    user: ${user}
+    namespace: default
+current-context: playpen
+EOK
+    mv -f "${f}.tmp" "$f"
+  )
+}
+
+# launch NAME BINARY ARGS... — run in the background in its own session; log in
+# $LOGS/NAME.log (the previous one is kept as NAME.log.1), pid in $RUN/NAME.pid.
+launch() {
+  local name="$1" bin="$2"
+  shift 2
+  log "starting ${name}"
+  if [[ -f "${LOGS}/${name}.log" ]]; then mv -f "${LOGS}/${name}.log" "${LOGS}/${name}.log.1"; fi
+  (
+    # Close every inherited descriptor but stdio: a daemon holding the caller's pipe
+    # (fd 3 here, or any fd a test harness passed down) would keep
+    # `$(start.sh | tail -1)` from ever seeing EOF, and one holding fd 9 would keep
+    # the start lock forever.
+    for fd in /proc/self/fd/*; do
+      fd="${fd##*/}"
+      if [[ "$fd" =~ ^[0-9]+$ ]] && ((fd > 2 && fd != 255)); then
+        eval "exec ${fd}>&-" 2>/dev/null || true
+      fi
+    done
+    echo "# $(date -Is) ${bin} $*"
+    exec setsid "$bin" "$@"
+  ) </dev/null >"${LOGS}/${name}.log" 2>&1 &
+  echo $! >"${RUN}/${name}.pid"
+}
+
+# wait_for SECONDS DESCRIPTION NAME CHECK... — poll CHECK until it succeeds; call the
+# script's fail() on timeout or when process NAME died.
+wait_for() {
+  local secs="$1" what="$2" name="$3" t0=$SECONDS
+  shift 3
+  until "$@"; do
+    pid_of "$name" >/dev/null || fail "${name} exited while waiting for ${what}"
+    ((SECONDS - t0 < secs)) || fail "timed out after ${secs} s waiting for ${what}"
+    sleep 0.5
+  done
+  log "${what}: ok after $((SECONDS - t0)) s"
 }

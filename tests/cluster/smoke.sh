@@ -2,7 +2,8 @@
 # Smoke-test the running control plane (start.sh must have been run):
 #   /readyz, namespaces, ownerReference garbage collection by kube-controller-manager,
 #   and that none of etcd / kube-apiserver / kube-controller-manager listens on a
-#   wildcard address. Uses a throwaway namespace; exits non-zero on failure.
+#   wildcard address (loopback only; in node mode the apiserver is on the node IP).
+#   Uses a throwaway namespace; exits non-zero on failure.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
@@ -40,7 +41,10 @@ while k -n "$ns" get configmap dependant >/dev/null 2>&1; do
 done
 log "ownerReference GC ok: dependant deleted $((SECONDS - t0)) s after its owner"
 
-wild="$(ss -Hltnp | grep -E '"(etcd|kube-apiserver|kube-controller)"' | awk '$4 !~ /^(127\.[0-9.]+|\[::1\]):[0-9]+$/' || true)"
+# In node mode (start-node.sh) the apiserver listens on the node IP, which lives on a
+# local-only interface; anything else must be loopback.
+wild="$(ss -Hltnp | grep -E '"(etcd|kube-apiserver|kube-controller)"' |
+  awk -v ip="$NODE_IP" '$4 !~ /^(127\.[0-9.]+|\[::1\]):[0-9]+$/ && index($4, ip ":") != 1' || true)"
 [[ -z "$wild" ]] || die "non-loopback listeners: ${wild}"
-log "listeners: all on loopback"
+log "listeners: all on loopback$(ss -Hltn | grep -qF " ${NODE_IP}:${APISERVER_PORT} " && echo " (apiserver on the node IP ${NODE_IP})")"
 log "smoke test passed"

@@ -12,6 +12,13 @@
 # The state dir (PKI + etcd data) is reused across stop/start as long as it was made
 # for the same versions and ports; otherwise it is wiped and recreated.
 # Logs go to stderr; the last (only) line on stdout is the admin kubeconfig path.
+#
+# Node mode (PLAYPEN_NODE_MODE=1, set by start-node.sh; needs root): the apiserver binds
+# and advertises the node IP ${PLAYPEN_NODE_IP:-10.250.0.1} (put on its own interface),
+# 127.0.0.1:<port> is DNAT-ed to it so existing kubeconfigs keep working, and the
+# endpoint reconciler is "lease" so Service default/kubernetes gets an endpoint. Without
+# it the control plane is loopback-only as before. A healthy cluster in node mode also
+# satisfies a plain start.sh.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
@@ -20,22 +27,34 @@ exec 3>&1 1>&2 # stdout is reserved for the kubeconfig path
 
 APISERVER_TIMEOUT="${PLAYPEN_START_TIMEOUT:-90}"
 KUBECTL="${K8S_BIN}/kubectl"
-STATE_ID="kubernetes=${KUBERNETES_VERSION} etcd=${ETCD_VERSION} ports=${ETCD_CLIENT_PORT},${ETCD_PEER_PORT},${APISERVER_PORT},${KCM_PORT} layout=2"
+STATE_ID="kubernetes=${KUBERNETES_VERSION} etcd=${ETCD_VERSION} ports=${ETCD_CLIENT_PORT},${ETCD_PEER_PORT},${APISERVER_PORT},${KCM_PORT} node-ip=${NODE_IP} layout=3"
+case "${PLAYPEN_NODE_MODE:-0}" in
+  1 | true | yes) MODE=node ;;
+  *) MODE=loopback ;;
+esac
+MODE_FILE="${RUN}/kube-apiserver.mode"
 
 etcd_healthy() { curl -fsS --max-time 2 "http://127.0.0.1:${ETCD_CLIENT_PORT}/health" 2>/dev/null | grep -q '"health":"true"'; }
 apiserver_ready() { "$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=3s get --raw /readyz >/dev/null 2>&1; }
 kcm_healthy() { curl -fsSk --max-time 2 "https://127.0.0.1:${KCM_PORT}/healthz" 2>/dev/null | grep -qx ok; }
+
+apiserver_dnat_present() {
+  iptables -w 5 -t nat -C OUTPUT -d 127.0.0.1/32 -p tcp --dport "$APISERVER_PORT" -j "$APISERVER_DNAT_CHAIN" 2>/dev/null
+}
 
 cluster_healthy() {
   [[ -f "${STATE}/state.id" && "$(<"${STATE}/state.id")" == "$STATE_ID" ]] || return 1
   [[ -x "$KUBECTL" && -f "$ADMIN_KUBECONFIG" ]] || return 1
   local c
   for c in "${COMPONENTS[@]}"; do pid_of "$c" >/dev/null || return 1; done
+  if [[ "$MODE" == node ]]; then
+    [[ "$(cat "$MODE_FILE" 2>/dev/null)" == node ]] && node_ip_present && apiserver_dnat_present || return 1
+  fi
   etcd_healthy && apiserver_ready && kcm_healthy
 }
 
 done_ok() {
-  log "cluster ready: https://127.0.0.1:${APISERVER_PORT} (state ${STATE})"
+  log "cluster ready: https://127.0.0.1:${APISERVER_PORT} ($(cat "$MODE_FILE" 2>/dev/null || echo loopback) mode, state ${STATE})"
   echo "$ADMIN_KUBECONFIG" >&3
   exit 0
 }
@@ -55,19 +74,6 @@ fail() {
   log "stopping the partially started cluster (logs kept in ${LOGS})"
   "${CLUSTER_SCRIPT_DIR}/stop.sh" || true
   exit 1
-}
-
-# wait_for SECONDS DESCRIPTION NAME CHECK... — poll CHECK until it succeeds; fail on
-# timeout or when process NAME died.
-wait_for() {
-  local secs="$1" what="$2" name="$3" t0=$SECONDS
-  shift 3
-  until "$@"; do
-    pid_of "$name" >/dev/null || fail "${name} exited while waiting for ${what}"
-    ((SECONDS - t0 < secs)) || fail "timed out after ${secs} s waiting for ${what}"
-    sleep 0.5
-  done
-  log "${what}: ok after $((SECONDS - t0)) s"
 }
 
 # ---- fast path ---------------------------------------------------------------
@@ -91,9 +97,6 @@ if [[ -d "$STATE" && ! (-f "${STATE}/state.id" && "$(<"${STATE}/state.id")" == "
   rm -rf "$STATE"
 fi
 mkdir -p "$STATE" "$RUN" "$LOGS"
-for c in "${COMPONENTS[@]}"; do # keep the previous run's logs once, as <name>.log.1
-  if [[ -f "${LOGS}/${c}.log" ]]; then mv -f "${LOGS}/${c}.log" "${LOGS}/${c}.log.1"; fi
-done
 
 "${CLUSTER_SCRIPT_DIR}/build.sh"
 
@@ -103,18 +106,7 @@ for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$KCM_PORT";
   fi
 done
 
-# ---- PKI (generated once per state dir) ----------------------------------------
-# sign NAME SUBJECT EXTENSIONS DIR [CA] — key + cert signed by DIR/CA.{crt,key} (default: ca).
-sign() {
-  local name="$1" subj="$2" ext="$3" dir="$4" ca="${5:-ca}"
-  openssl genrsa -out "${dir}/${name}.key" 2048 2>/dev/null
-  openssl req -new -key "${dir}/${name}.key" -subj "$subj" -out "${dir}/${name}.csr"
-  openssl x509 -req -in "${dir}/${name}.csr" -CA "${dir}/${ca}.crt" -CAkey "${dir}/${ca}.key" \
-    -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
-    -extfile <(printf '%s\n' "$ext") -out "${dir}/${name}.crt" 2>/dev/null
-  rm -f "${dir}/${name}.csr"
-}
-
+# ---- PKI (generated once per state dir; sign() is in lib.sh) --------------------------
 if [[ ! -f "${PKI}/done" ]]; then
   log "generating PKI in ${PKI}"
   tmp="${PKI}.tmp"
@@ -131,10 +123,13 @@ if [[ ! -f "${PKI}/done" ]]; then
 keyUsage=critical,digitalSignature,keyEncipherment"
     sign apiserver "/CN=kube-apiserver" "${leaf}
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,IP:${SERVICE_FIRST_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" "$tmp"
+subjectAltName=IP:127.0.0.1,IP:${SERVICE_FIRST_IP},IP:${NODE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" "$tmp"
     sign admin "/O=system:masters/CN=admin" "${leaf}
 extendedKeyUsage=clientAuth" "$tmp"
     sign kube-controller-manager "/CN=system:kube-controller-manager" "${leaf}
+extendedKeyUsage=clientAuth" "$tmp"
+    # The apiserver's client certificate towards kubelets (exec, logs, port-forward).
+    sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "${leaf}
 extendedKeyUsage=clientAuth" "$tmp"
     # Front proxy (request-header authentication): lets delegating servers such as the
     # controller-manager (and later aggregated API servers) trust the apiserver's proxy.
@@ -153,61 +148,10 @@ extendedKeyUsage=clientAuth" "$tmp" front-proxy-ca
   mv "$tmp" "$PKI"
 fi
 
-# write_kubeconfig FILE USER CERT KEY
-write_kubeconfig() {
-  local f="$1" user="$2"
-  (
-    umask 077
-    cat >"${f}.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: playpen
-  cluster:
-    server: https://127.0.0.1:${APISERVER_PORT}
-    certificate-authority-data: $(base64 -w0 "${PKI}/ca.crt")
-users:
-- name: ${user}
-  user:
-    client-certificate-data: $(base64 -w0 "$3")
-    client-key-data: $(base64 -w0 "$4")
-contexts:
-- name: playpen
-  context:
-    cluster: playpen
-    user: ${user}
-    namespace: default
-current-context: playpen
-EOF
-    mv -f "${f}.tmp" "$f"
-  )
-}
 write_kubeconfig "$ADMIN_KUBECONFIG" admin "${PKI}/admin.crt" "${PKI}/admin.key"
 write_kubeconfig "${STATE}/kube-controller-manager.kubeconfig" system:kube-controller-manager \
   "${PKI}/kube-controller-manager.crt" "${PKI}/kube-controller-manager.key"
 echo "$STATE_ID" >"${STATE}/state.id"
-
-# launch NAME BINARY ARGS... — run in the background in its own session.
-launch() {
-  local name="$1" bin="$2"
-  shift 2
-  log "starting ${name}"
-  (
-    # Close every inherited descriptor but stdio: a daemon holding the caller's pipe
-    # (fd 3 here, or any fd a test harness passed down) would keep
-    # `$(start.sh | tail -1)` from ever seeing EOF, and one holding fd 9 would keep
-    # the start lock forever.
-    for fd in /proc/self/fd/*; do
-      fd="${fd##*/}"
-      if [[ "$fd" =~ ^[0-9]+$ ]] && ((fd > 2 && fd != 255)); then
-        eval "exec ${fd}>&-" 2>/dev/null || true
-      fi
-    done
-    echo "# $(date -Is) ${bin} $*"
-    exec setsid "$bin" "$@"
-  ) </dev/null >"${LOGS}/${name}.log" 2>&1 &
-  echo $! >"${RUN}/${name}.pid"
-}
 
 # ---- etcd ----------------------------------------------------------------------
 # --unsafe-no-fsync: a throwaway test cluster. With fsync, a busy 2-core VM
@@ -227,14 +171,36 @@ launch etcd "${ETCD_BIN}/etcd" \
 wait_for 30 "etcd health" etcd etcd_healthy
 
 # ---- kube-apiserver -------------------------------------------------------------
-# --endpoint-reconciler-type=none: the apiserver advertises 127.0.0.1, and Endpoints
-# validation rejects loopback addresses, so the default "lease" reconciler would log
-# "unable to sync kubernetes service ... may not be in the loopback range" every 10 s.
-# The default/kubernetes Service (10.96.0.1) still exists, just without endpoints;
-# a node tier that runs pods needs a non-loopback advertise address instead.
+# Loopback mode: --endpoint-reconciler-type=none: the apiserver advertises 127.0.0.1, and
+# Endpoints validation rejects loopback addresses, so the default "lease" reconciler would
+# log "unable to sync kubernetes service ... may not be in the loopback range" every 10 s.
+# The default/kubernetes Service (10.96.0.1) still exists, just without endpoints.
+# Node mode: pods need a non-loopback endpoint, so the apiserver binds and advertises
+# NODE_IP (it takes only one --bind-address) and 127.0.0.1:APISERVER_PORT is DNAT-ed to it.
+if [[ "$MODE" == node ]]; then
+  [[ $(id -u) -eq 0 ]] || die "node mode needs root (interface, iptables)"
+  ensure_cmds ip:iproute2 iptables:iptables
+  if ! node_ip_present; then
+    log "adding node IP ${NODE_IP}/32 on ${NODE_IFACE}"
+    ip link add "$NODE_IFACE" type dummy 2>/dev/null ||
+      ip link add "$NODE_IFACE" type bridge || # this kernel has no CONFIG_DUMMY
+      die "cannot create interface ${NODE_IFACE}"
+    ip addr add "${NODE_IP}/32" dev "$NODE_IFACE"
+    ip link set "$NODE_IFACE" up
+  fi
+  iptables -w 5 -t nat -N "$APISERVER_DNAT_CHAIN" 2>/dev/null || true
+  iptables -w 5 -t nat -F "$APISERVER_DNAT_CHAIN"
+  iptables -w 5 -t nat -A "$APISERVER_DNAT_CHAIN" -p tcp -j DNAT --to-destination "${NODE_IP}:${APISERVER_PORT}" \
+    -m comment --comment "playpen: 127.0.0.1:${APISERVER_PORT} -> apiserver on the node IP"
+  apiserver_dnat_present ||
+    iptables -w 5 -t nat -I OUTPUT -d 127.0.0.1/32 -p tcp --dport "$APISERVER_PORT" -j "$APISERVER_DNAT_CHAIN"
+  apiserver_net=(--bind-address="$NODE_IP" --advertise-address="$NODE_IP" --endpoint-reconciler-type=lease)
+else
+  apiserver_net=(--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none)
+fi
+echo "$MODE" >"$MODE_FILE"
 launch kube-apiserver "${K8S_BIN}/kube-apiserver" \
-  --bind-address=127.0.0.1 \
-  --advertise-address=127.0.0.1 \
+  "${apiserver_net[@]}" \
   --secure-port="${APISERVER_PORT}" \
   --cert-dir="${STATE}/apiserver-certs" \
   --etcd-servers="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
@@ -254,7 +220,10 @@ launch kube-apiserver "${K8S_BIN}/kube-apiserver" \
   --requestheader-extra-headers-prefix=X-Remote-Extra- \
   --proxy-client-cert-file="${PKI}/front-proxy-client.crt" \
   --proxy-client-key-file="${PKI}/front-proxy-client.key" \
-  --endpoint-reconciler-type=none \
+  --kubelet-client-certificate="${PKI}/apiserver-kubelet-client.crt" \
+  --kubelet-client-key="${PKI}/apiserver-kubelet-client.key" \
+  --kubelet-certificate-authority="${PKI}/ca.crt" \
+  --kubelet-preferred-address-types=InternalIP \
   --profiling=false
 wait_for "$APISERVER_TIMEOUT" "kube-apiserver /readyz" kube-apiserver apiserver_ready
 

@@ -1,31 +1,40 @@
 #!/usr/bin/env bash
-# Stop the control plane started by start.sh (SIGTERM, wait, then SIGKILL).
+# Stop the cluster started by start.sh / start-node.sh (SIGTERM, wait, then SIGKILL).
 #
 #   tests/cluster/stop.sh           # stop; keep the state dir (PKI, etcd data, logs) for reuse
-#   tests/cluster/stop.sh --purge   # stop and delete the state dir
+#   tests/cluster/stop.sh --purge   # stop and delete the state dir (and /var/lib/kubelet)
+#   tests/cluster/stop.sh --node    # stop only the node tier; keep the control plane up
 #
-# Idempotent; leaves none of the cluster's processes running.
+# Node tier first: kubelet, then every pod sandbox/container (through CRI, so CNI DEL
+# runs), kube-proxy (+ `kube-proxy --cleanup`), kube-scheduler, containerd and its shims;
+# then mounts, kubepods cgroups, CNI bridge, KUBE-*/CNI-* iptables chains and the sysctls
+# the kubelet changed. Then the control plane, the apiserver DNAT and the node IP link.
+# The image cache (containerd root) is never deleted. Idempotent; leaves nothing running.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 purge=false
+node_only=false
 for a in "$@"; do
   case "$a" in
     --purge) purge=true ;;
-    -h | --help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    --node) node_only=true ;;
+    -h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) die "unknown argument: $a" ;;
   esac
 done
+$purge && $node_only && die "--purge and --node do not go together"
 
 STOP_TIMEOUT="${PLAYPEN_STOP_TIMEOUT:-20}"
+IS_ROOT=false
+[[ $(id -u) -eq 0 ]] && IS_ROOT=true
 
 alive() { kill -0 "$1" 2>/dev/null && [[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]]; }
 
-# Reverse start order: controller-manager, apiserver, then etcd.
-for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-  name="${COMPONENTS[i]}"
-  pids=()
+# stop_component NAME — SIGTERM our NAME process(es) (pid file + strays), SIGKILL after STOP_TIMEOUT.
+stop_component() {
+  local name="$1" pids=() pid p t0
   if pid="$(pid_of "$name")"; then pids+=("$pid"); fi
   for p in $(stray_pids "$name"); do
     [[ " ${pids[*]} " == *" $p "* ]] || pids+=("$p")
@@ -47,10 +56,179 @@ for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     done
   fi
   rm -f "${RUN}/${name}.pid"
-done
+}
+
+# Mount points at or below one of the given directories, deepest first.
+mounts_under() {
+  local d
+  for d in "$@"; do
+    [[ -e "$d" ]] || continue
+    d="$(realpath -m "$d")"
+    findmnt -rn -o TARGET | awk -v d="$d" '$0 == d || index($0, d "/") == 1'
+  done | sort -u | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
+}
+
+umount_under() {
+  local m n=0
+  while IFS= read -r m; do
+    [[ -n "$m" ]] || continue
+    m="$(printf '%b' "$m")" # findmnt -r escapes blanks as \x20
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "WARNING: cannot unmount ${m}"
+    n=$((n + 1))
+  done < <(mounts_under "$@")
+  ((n == 0)) || log "unmounted ${n} leftover mount(s) under $*"
+}
+
+# ip[6]tables chains named KUBE-* or CNI-* (kube-proxy, kubelet, the CNI bridge, portmap and
+# firewall plugins): delete the rules that jump to them, then flush and delete them.
+sweep_iptables() {
+  local ipt table chains rule c n=0
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null 2>&1 || continue
+    for table in filter nat mangle; do
+      mapfile -t chains < <("$ipt" -w 5 -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^(KUBE|CNI)-/ { print $2 }')
+      ((${#chains[@]})) || continue
+      while IFS= read -r rule; do
+        eval "\"\$ipt\" -w 5 -t \"\$table\" -D ${rule#-A }" 2>/dev/null || true
+      done < <("$ipt" -w 5 -t "$table" -S 2>/dev/null | awk '$1 == "-A" && $2 !~ /^(KUBE|CNI)-/' | grep -E -- '-[jg] (KUBE|CNI)-' || true)
+      for c in "${chains[@]}"; do "$ipt" -w 5 -t "$table" -F "$c" 2>/dev/null || true; done
+      for c in "${chains[@]}"; do "$ipt" -w 5 -t "$table" -X "$c" 2>/dev/null && n=$((n + 1)); done
+    done
+  done
+  ((n == 0)) || log "removed ${n} KUBE-*/CNI-* iptables chains"
+}
+
+node_tier_present() {
+  [[ -d "$NODE_DIR" ]] && return 0
+  local c
+  for c in "${NODE_COMPONENTS[@]}" containerd-shim-runc-v2; do
+    pid_of "$c" >/dev/null 2>&1 && return 0
+    [[ -z "$(stray_pids "$c")" ]] || return 0
+  done
+  ip link show "$CNI_BRIDGE" >/dev/null 2>&1
+}
+
+stop_node_tier() {
+  $IS_ROOT || die "the node tier (${NODE_DIR}) was started as root; run stop.sh as root"
+  local t0=$SECONDS
+
+  # 1. kubelet first, so that it does not restart what we remove.
+  stop_component kubelet
+
+  # 2. Every pod through CRI while our containerd still runs: stops the containers,
+  #    calls CNI DEL (IPAM, iptables, veth), removes the netns and unmounts /dev/shm.
+  if pid_of containerd >/dev/null && [[ -x "$CRICTL_BIN" ]]; then
+    local pods
+    pods="$(crictl pods -q 2>/dev/null || true)"
+    if [[ -n "$pods" ]]; then
+      log "removing $(wc -l <<<"$pods") pod sandbox(es) through CRI"
+      # shellcheck disable=SC2086 # one id per word
+      crictl rmp -f $pods >/dev/null 2>&1 || log "WARNING: crictl rmp failed; cleaning up by hand"
+    fi
+    local ctrs
+    ctrs="$(crictl ps -aq 2>/dev/null || true)"
+    # shellcheck disable=SC2086
+    [[ -z "$ctrs" ]] || crictl rm -f $ctrs >/dev/null 2>&1 || true
+  fi
+
+  # 3. kube-proxy, then its iptables/ipvs/nftables cleanup.
+  stop_component kube-proxy
+  if [[ -x "${K8S_BIN}/kube-proxy" && -d "$NODE_DIR" ]]; then
+    mkdir -p "$LOGS"
+    "${K8S_BIN}/kube-proxy" --cleanup >"${LOGS}/kube-proxy-cleanup.log" 2>&1 ||
+      log "WARNING: kube-proxy --cleanup failed (see ${LOGS}/kube-proxy-cleanup.log)"
+  fi
+
+  # 4. the scheduler and containerd.
+  stop_component kube-scheduler
+  stop_component containerd
+
+  # 5. Fallback when containerd was gone already: kill whatever still runs in kubepods,
+  #    then the shims that watched it.
+  local cg procs
+  for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+    [[ -d "$cg" ]] || continue
+    procs="$(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)"
+    if [[ -n "$procs" ]]; then
+      log "killing leftover pod processes: $(tr '\n' ' ' <<<"$procs")"
+      # shellcheck disable=SC2086
+      kill -KILL $procs 2>/dev/null || true
+      sleep 0.5
+    fi
+  done
+  stop_component containerd-shim-runc-v2
+
+  # 6. Mounts: kubelet volumes, containerd rootfs/shm, pod network namespaces.
+  umount_under "$KUBELET_ROOT" "$NODE_DIR" "$CONTAINERD_ROOT"
+  local ns
+  for ns in /run/netns/cni-*; do # containerd 1.6's CRI pins pod netns here
+    [[ -e "$ns" ]] || continue
+    umount "$ns" 2>/dev/null || umount -l "$ns" 2>/dev/null || true
+    rm -f "$ns"
+  done
+
+  # 7. kubepods cgroups (every v1 hierarchy and the unified one), deepest first.
+  for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+    [[ -d "$cg" ]] || continue
+    find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+    [[ ! -d "$cg" ]] || log "WARNING: could not remove cgroup ${cg}"
+  done
+
+  # kubelet's /var/log/containers symlinks into our pod log dir (dangling now).
+  if [[ -d /var/log/containers ]]; then
+    find /var/log/containers -maxdepth 1 -type l -lname "${NODE_DIR}/*" -delete 2>/dev/null || true
+  fi
+
+  # 8. CNI bridge (veths went away with their netns), iptables, IPAM leases.
+  if ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
+    ip link del "$CNI_BRIDGE" && log "deleted link ${CNI_BRIDGE}"
+  fi
+  sweep_iptables
+  rm -rf "${NODE_DIR}/cni/ipam"
+
+  # 9. sysctls the kubelet (or start-node.sh) changed: restore the saved values.
+  local f="${NODE_DIR}/sysctl.saved" key val
+  if [[ -f "$f" ]]; then
+    while read -r key val; do
+      [[ -n "$key" ]] || continue
+      if [[ "$(sysctl -n "$key" 2>/dev/null)" != "$val" ]]; then
+        sysctl -qw "${key}=${val}" && log "restored sysctl ${key}=${val}"
+      fi
+    done <"$f"
+    rm -f "$f"
+  fi
+  log "node tier stopped in $((SECONDS - t0)) s"
+}
+
+if node_tier_present; then stop_node_tier; fi
+
+if ! $node_only; then
+  # Reverse start order: controller-manager, apiserver, then etcd.
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    stop_component "${COMPONENTS[i]}"
+  done
+  rm -f "${RUN}/kube-apiserver.mode"
+  # Node mode leftovers: the 127.0.0.1 -> node IP DNAT and the node IP's interface.
+  if $IS_ROOT && command -v iptables >/dev/null 2>&1 &&
+    iptables -w 5 -t nat -S "$APISERVER_DNAT_CHAIN" >/dev/null 2>&1; then
+    while iptables -w 5 -t nat -D OUTPUT -d 127.0.0.1/32 -p tcp --dport "$APISERVER_PORT" -j "$APISERVER_DNAT_CHAIN" 2>/dev/null; do :; done
+    iptables -w 5 -t nat -F "$APISERVER_DNAT_CHAIN"
+    iptables -w 5 -t nat -X "$APISERVER_DNAT_CHAIN" && log "removed the ${APISERVER_DNAT_CHAIN} DNAT chain"
+  fi
+  if ip link show "$NODE_IFACE" >/dev/null 2>&1; then
+    $IS_ROOT || die "interface ${NODE_IFACE} (node IP) is left; run stop.sh as root"
+    ip link del "$NODE_IFACE" && log "deleted link ${NODE_IFACE} (${NODE_IP})"
+  fi
+fi
 
 if $purge; then
+  if [[ -f "${KUBELET_ROOT}/.playpen" ]]; then
+    [[ -z "$(mounts_under "$KUBELET_ROOT")" ]] || die "mounts left under ${KUBELET_ROOT}; not deleting it"
+    log "removing ${KUBELET_ROOT}"
+    rm -rf "$KUBELET_ROOT"
+  fi
+  [[ -z "$(mounts_under "$STATE")" ]] || die "mounts left under ${STATE}; not deleting it"
   log "removing ${STATE}"
-  rm -rf "$STATE" "${STATE}.lock" "${STATE}.start.lock"
+  rm -rf "$STATE" "${STATE}.lock" "${STATE}.start.lock" "${STATE}.node.lock"
 fi
 log "stopped"
