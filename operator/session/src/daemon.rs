@@ -73,6 +73,8 @@ pub struct DaemonPlan {
     /// purpose (idle, or an agent's `close`): the session ends instead of
     /// restarting.
     pub end_on_clean_exit: bool,
+    /// Where unexpected exits are recorded for the readiness probe ([`crate::restarts`]).
+    pub restart_record: Option<PathBuf>,
 }
 
 /// Loads a mounted auth state into the session after the daemon starts.
@@ -201,6 +203,14 @@ pub async fn supervise(
                     );
                     break;
                 }
+                if let (Some(dir), false) = (&plan.restart_record, *stop.borrow()) {
+                    let exit = status.as_ref().map_or_else(|e| e.to_string(), ToString::to_string);
+                    let now =
+                        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                    if let Err(err) = crate::restarts::record(dir, &exit, now) {
+                        tracing::warn!(%err, dir = %dir.display(), "cannot record the daemon restart for the probe");
+                    }
+                }
                 let _ = state.send(DaemonState::Starting);
             }
             Err(StartError::Fatal(fatal)) => return Err(fatal),
@@ -260,6 +270,7 @@ mod tests {
             user_data_dir: None,
             auth: None,
             end_on_clean_exit: false,
+            restart_record: None,
         }
     }
 

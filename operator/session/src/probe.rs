@@ -1,6 +1,7 @@
 //! `playpen-session probe`: the exec readiness probe. Ready when the daemon's
 //! socket accepts a connection and, when the viewer is enabled, the pinned
-//! port answers HTTP (any status).
+//! port answers HTTP (any status). Fails once for every in-place daemon
+//! restart it has not reported yet ([`crate::restarts`]).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::net::UnixStream;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use playpen_api::runtime_config::RuntimeConfig;
 
 use crate::relay::answers_http;
+use crate::restarts;
 
 /// The daemon sockets of `session`: `<sockets>/cli/<16hex>-<session>.sock`.
 pub fn daemon_sockets(sockets_dir: &Path, session: &str) -> Vec<PathBuf> {
@@ -25,6 +27,9 @@ pub fn daemon_sockets(sockets_dir: &Path, session: &str) -> Vec<PathBuf> {
 
 /// Why the session is not ready (`Ok` when it is).
 pub async fn check(config: &RuntimeConfig) -> Result<(), String> {
+    if let Some(message) = crate::restarts::record_dir(&config.sockets_dir).as_deref().and_then(restarts::unreported) {
+        return Err(message);
+    }
     let sockets = daemon_sockets(Path::new(&config.sockets_dir), &config.session_name);
     if !sockets.iter().any(|s| UnixStream::connect(s).is_ok()) {
         return Err(format!("the daemon does not answer (sockets found: {sockets:?})"));

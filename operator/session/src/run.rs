@@ -103,8 +103,10 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     let mut sigterm =
         signal(SignalKind::terminate()).map_err(|e| Fatal::DaemonStart(format!("SIGTERM handler: {e}")))?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(|e| Fatal::DaemonStart(format!("SIGINT handler: {e}")))?;
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "runtime started");
     let prepared = prepare(opts)?;
     let config = &prepared.config;
+    tracing::info!(session = %config.session_name, "start-up checks passed");
     // Claimed before any child starts, and held until the process exits.
     let listener = config.viewer_port.map(relay::bind_pinned).transpose()?;
     let env = child_env(config, &prepared.home, |name| std::env::var(name).ok());
@@ -129,6 +131,7 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         user_data_dir: prepared.user_data_dir.clone(),
         auth,
         end_on_clean_exit: idle.is_some(),
+        restart_record: crate::restarts::record_dir(&config.sockets_dir),
     };
     let close_spec = spec("close", &prepared.launcher, shutdown::close_args(&config.session_name));
 

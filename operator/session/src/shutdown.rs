@@ -33,7 +33,7 @@ pub async fn run_to_end(spec: &ChildSpec, timeout: Duration, managed: &Managed) 
     managed.add(pid);
     match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Ok(Ok(out)) => tracing::info!(
-            status = ?out.status,
+            status = %out.status,
             stdout = %String::from_utf8_lossy(&out.stdout).trim(),
             stderr = %String::from_utf8_lossy(&out.stderr).trim(),
             args = ?spec.args,

@@ -4,7 +4,8 @@
 //! `PLAYPEN_CLI_PACKAGE`) and execs this; this execs
 //! `<node> <package>/playwright-cli.js <args…>`, giving a bare `snapshot` a
 //! unique `--filename` in the snapshot directory so that stdout carries a
-//! path (about 150 bytes) instead of the whole tree.
+//! path (about 150 bytes) instead of the whole tree. Commands the session's
+//! daemon serves are answered natively first ([`crate::fastpath`], issue 7).
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -47,17 +48,24 @@ pub fn unique_suffix() -> String {
     format!("{ms}-{}", std::process::id())
 }
 
-/// Execs the CLI; returns only on failure, with the exit code to use.
+/// Runs the CLI: through the native fast path when it can answer (see
+/// [`crate::fastpath`]), else by exec'ing the Node client. Returns the exit
+/// code to use (the exec only returns on failure).
 pub fn exec(args: &[String]) -> i32 {
     let Some(package) = std::env::var_os("PLAYPEN_CLI_PACKAGE") else {
         eprintln!("playpen-session cli: PLAYPEN_CLI_PACKAGE must name the @playwright/cli package directory");
         return 2;
     };
-    let node = std::env::var_os("PLAYPEN_NODE").unwrap_or_else(|| "node".into());
     let args = match std::env::var(env::MCP_OUTPUT_DIR) {
         Ok(dir) if !dir.is_empty() => with_snapshot_file(args, &dir, &unique_suffix()),
         _ => args.to_vec(),
     };
+    match crate::fastpath::run(&args, Path::new(&package)) {
+        crate::fastpath::Outcome::Done(code) => return code,
+        crate::fastpath::Outcome::Node(_) => {}
+        crate::fastpath::Outcome::Fallback(notice) => eprintln!("{notice}"),
+    }
+    let node = std::env::var_os("PLAYPEN_NODE").unwrap_or_else(|| "node".into());
     let err = std::process::Command::new(&node).arg(Path::new(&package).join("playwright-cli.js")).args(&args).exec();
     eprintln!("playpen-session cli: cannot exec {}: {err}", Path::new(&node).display());
     127

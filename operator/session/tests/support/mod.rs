@@ -328,6 +328,22 @@ impl Session {
             .unwrap()
     }
 
+    /// `playpen-session cli <args>` with extra variables (e.g. the fast path's
+    /// `PLAYPEN_CLI_NODE_ONLY` or `PLAYPEN_CLI_FAST_REPORT`).
+    pub fn wrapper_with(&self, args: &[&str], extra: &[(&str, &str)]) -> Output {
+        self.command(&runtime_bin())
+            .arg("cli")
+            .args(args)
+            .env_clear()
+            .envs(self.session_env())
+            .env("PLAYPEN_CLI_PACKAGE", self.prefix.join("node_modules/@playwright/cli"))
+            .env("PLAYPEN_NODE", "/usr/bin/node")
+            .envs(extra.iter().copied())
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap()
+    }
+
     pub fn cli_ok(&self, args: &[&str]) -> String {
         let out = self.cli(args);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
