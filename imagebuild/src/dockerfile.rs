@@ -118,6 +118,10 @@ pub fn render(input: &RenderInput<'_>) -> String {
         let _ = writeln!(d, "ADD {} {}/", il::CHROMIUM_ARCHIVE, il::CHROMIUM_ARCHIVE_DIR);
     }
     let _ = writeln!(d, "ENV PLAYWRIGHT_BROWSERS_PATH={} HOME={}", il::BROWSERS_DIR, il::HOME);
+    if lock.session_runtime.is_some() {
+        // The runtime spawns the daemon with this interpreter from this package.
+        let _ = writeln!(d, "ENV PLAYPEN_NODE={} PLAYPEN_CLI_PACKAGE={}", il::NODE_BIN, il::CLI_PACKAGE_DIR);
+    }
     if let LockedChromium::Playwright { revision, .. } = &lock.chromium {
         let _ = writeln!(d, "RUN {}", install_browser_command(input.family, revision));
     }
@@ -261,6 +265,7 @@ mod tests {
         let d = render(&RenderInput { lock: &lock, family, labels: &labels });
         assert!(d.contains("USER 1000:1000"));
         assert!(d.contains("ENTRYPOINT [\"/usr/local/bin/playpen-session\", \"run\"]"));
+        assert!(d.contains("ENV PLAYPEN_NODE=/opt/playpen/node/bin/node PLAYPEN_CLI_PACKAGE=/opt/playpen/cli/node_modules/@playwright/cli"));
         assert!(d.contains("\"dev.playpen.image.node.version\"=\"22.12.0\" \\\n"), "{d}");
         assert_eq!(d.matches("LABEL ").count(), 1, "one LABEL instruction, one step");
         assert!(d.contains("echo 'playpen:x:1000:1000:playpen:/var/lib/playpen/home:/usr/sbin/nologin' >> /etc/passwd"));

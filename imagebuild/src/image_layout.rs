@@ -6,6 +6,8 @@ pub const PLAYPEN_ROOT: &str = "/opt/playpen";
 pub const NODE_BIN: &str = "/opt/playpen/node/bin/node";
 /// The npm-style project holding `node_modules/{@playwright/cli,playwright,playwright-core}`.
 pub const CLI_PREFIX: &str = "/opt/playpen/cli";
+/// The `@playwright/cli` package directory (`PLAYPEN_CLI_PACKAGE`).
+pub const CLI_PACKAGE_DIR: &str = "/opt/playpen/cli/node_modules/@playwright/cli";
 /// `playwright-cli` on PATH: a wrapper pinning [`NODE_BIN`].
 pub const CLI_WRAPPER: &str = "/usr/local/bin/playwright-cli";
 /// Playwright's browser cache (`PLAYWRIGHT_BROWSERS_PATH`) for `source: playwright`.

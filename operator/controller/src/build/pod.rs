@@ -86,6 +86,9 @@ pub fn session_env(bs: &BrowserSession, id: &Identity) -> Vec<EnvVar> {
         env_var(env::RUNTIME_CONFIG, format!("{RUNTIME_CONFIG_DIR}/{RUNTIME_CONFIG_KEY}")),
         env_var("HOME", format!("{DATA_HOME}/home")),
         env_var("TMPDIR", "/tmp"),
+        // The Node CLI's daily npm check: no network to ask, and no notice
+        // an agent has to parse around (the runtime's children set it too).
+        env_var("NO_UPDATE_NOTIFIER", "1"),
     ]
 }
 
@@ -233,7 +236,9 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             exec: Some(ExecAction { command: Some(vec![SESSION_RUNTIME_BIN.into(), "probe".into()]) }),
             period_seconds: Some(2),
             timeout_seconds: Some(2),
-            failure_threshold: Some(2),
+            // One failure flips readiness: the runtime fails exactly one probe per
+            // in-place browser restart, which is how the status learns of it.
+            failure_threshold: Some(1),
             ..Probe::default()
         }),
         resources: pod_settings.resources.clone(),

@@ -97,6 +97,7 @@ fn pod_env_reaches_the_session_from_any_shell() {
     assert_eq!(env["PWTEST_DAEMON_SESSION_DIR"], format!("/var/lib/playpen/pw/{ns}/d"));
     assert_eq!(env["PLAYWRIGHT_MCP_CONFIG"], "/etc/playpen/launch/config.json");
     assert_eq!(env["PLAYWRIGHT_MCP_OUTPUT_DIR"], "/var/lib/playpen/snapshots");
+    assert_eq!(env["NO_UPDATE_NOTIFIER"], "1");
     assert_eq!(env["PLAYPEN_RUNTIME_CONFIG"], "/etc/playpen/runtime/runtime.json");
 }
 

@@ -133,7 +133,7 @@ fn from_pod(pod: Option<&Pod>) -> (Phase, Cond, Cond) {
             (Some(r), n) if n > 0 => {
                 format!("recovered after {n} restart(s); last failure {}: {}", r.reason, r.message)
             }
-            _ => "the browser daemon is up".to_owned(),
+            _ => DAEMON_UP.to_owned(),
         };
         return (Phase::Ready, scheduled, Cond::new(condition::BROWSER_READY, true, "Running", message));
     }
@@ -161,6 +161,63 @@ fn from_pod(pod: Option<&Pod>) -> (Phase, Cond, Cond) {
     )
 }
 
+/// BrowserReady reason while the runtime restarts a browser in place.
+const RECOVERING: &str = "BrowserRecovering";
+/// BrowserReady reason once it is back.
+const RECOVERED: &str = "Recovered";
+/// The plain Ready message of [`from_pod`] (no container restarts to tell about).
+const DAEMON_UP: &str = "the browser daemon is up";
+
+/// An in-place restart changes nothing in the Pod but its readiness (the
+/// runtime's probe fails once per restart): the container kept running, so
+/// only the previous condition can tell "starting" from "was up, went down".
+/// Remember it, so that the status still says what happened once it is back.
+/// A flip too short to be seen still leaves the Pod's Ready condition with a
+/// transition later than the one we recorded: that counts too.
+fn remember_recovery(
+    browser: Cond,
+    previous: &[Condition],
+    pod_ready_since: Option<Timestamp>,
+    now: Timestamp,
+) -> Cond {
+    let Some(prev) = previous.iter().find(|c| c.type_ == condition::BROWSER_READY) else { return browser };
+    let still_starting = !browser.ok && browser.reason == "Starting";
+    let plainly_up = browser.ok && browser.message == DAEMON_UP;
+    let back = pod_ready_since.unwrap_or(now);
+    let recovered = |message: String| Cond::new(condition::BROWSER_READY, true, RECOVERED, message);
+    match (prev.status.as_str(), prev.reason.as_str()) {
+        ("True", _) if still_starting => Cond::new(
+            condition::BROWSER_READY,
+            false,
+            RECOVERING,
+            format!(
+                "the browser stopped answering at {now} while its container kept running; the runtime restarts it \
+                 in place (the Pod's events carry the probe's message)"
+            ),
+        ),
+        ("False", RECOVERING) if still_starting => {
+            Cond::new(condition::BROWSER_READY, false, RECOVERING, &prev.message)
+        }
+        ("False", RECOVERING) if plainly_up => recovered(format!(
+            "the browser daemon is up; it was restarted in place after it stopped answering at {} (back at {back})",
+            prev.last_transition_time.0
+        )),
+        ("True", reason) if plainly_up && pod_ready_since.is_some_and(|t| t > prev.last_transition_time.0) => {
+            let message = format!(
+                "the browser daemon is up; it was restarted in place after {} (back at {back})",
+                prev.last_transition_time.0
+            );
+            if reason == RECOVERED && prev.message.ends_with(&format!("(back at {back})")) {
+                recovered(prev.message.clone())
+            } else {
+                recovered(message)
+            }
+        }
+        ("True", RECOVERED) if plainly_up => recovered(prev.message.clone()),
+        _ => browser,
+    }
+}
+
 /// `kubectl port-forward` command that reaches the viewer.
 pub fn port_forward_command(namespace: &str, service: &str, port: i32) -> String {
     format!("kubectl -n {namespace} port-forward svc/{service} {port}:{port}")
@@ -176,7 +233,14 @@ pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: 
             Cond::new(condition::CONFIG_RESOLVED, false, m.reason(), all.join("; "))
         }
     };
+    let previous = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
     let (mut phase, scheduled, browser) = from_pod(observed.pod);
+    let pod_ready_since =
+        observed.pod.and_then(|p| pod_condition(p, "Ready")).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0);
+    let browser = remember_recovery(browser, previous, pod_ready_since, now);
+    if browser.reason == RECOVERING {
+        phase = Phase::Degraded;
+    }
     if !resolved.ok {
         phase = Phase::Failed;
     }
@@ -215,7 +279,6 @@ pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: 
         let first = [&resolved, &scheduled, &browser].into_iter().find(|c| !c.ok).unwrap_or(&browser);
         Cond::new(condition::READY, false, first.reason.clone(), first.message.clone())
     };
-    let previous = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
     let generation = bs.metadata.generation;
     let conditions = [ready, resolved, scheduled, browser, viewer, sandbox]
         .into_iter()

@@ -196,3 +196,74 @@ fn transition_time_is_kept_while_status_is_unchanged() {
     assert_eq!(cond(&s, condition::READY).last_transition_time, Time(now()));
     assert_eq!(cond(&s, condition::SANDBOX_ENFORCED).last_transition_time, Time(earlier));
 }
+
+fn running(ready: bool, restarts: i32) -> Pod {
+    pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": ready, "restartCount": restarts, "image": "i",
+            "imageID": "", "state": {"running": {}}}]}))
+}
+
+/// Reconciles `bs` against `pod` at `at`, keeping the status as the operator would.
+fn step(bs: &mut BrowserSession, pod: &Pod, at: &str) -> BrowserSessionStatus {
+    let id = Identity::of(bs).expect("id");
+    let s = compute(bs, &id, Observed { missing: &[], pod: Some(pod) }, at.parse().expect("ts"));
+    bs.status = Some(s.clone());
+    s
+}
+
+#[test]
+fn an_in_place_restart_is_remembered_once_the_browser_is_back() {
+    let mut bs = session(json!({"image": "i"}));
+    // Starting up is not a recovery.
+    let s = step(&mut bs, &running(false, 0), "2026-11-29T12:00:00Z");
+    assert_eq!((s.phase, cond(&s, condition::BROWSER_READY).reason.as_str()), (Some(Phase::Starting), "Starting"));
+    step(&mut bs, &running(true, 0), "2026-11-29T12:00:02Z");
+    // Up, then unready while the container keeps running: the runtime restarts the browser.
+    let s = step(&mut bs, &running(false, 0), "2026-11-29T12:05:00Z");
+    assert_eq!(s.phase, Some(Phase::Degraded));
+    let b = cond(&s, condition::BROWSER_READY);
+    assert_eq!((b.status.as_str(), b.reason.as_str()), ("False", "BrowserRecovering"));
+    assert!(b.message.contains("2026-11-29T12:05:00Z"), "{}", b.message);
+    let s = step(&mut bs, &running(false, 0), "2026-11-29T12:05:01Z");
+    assert_eq!(cond(&s, condition::BROWSER_READY).reason, "BrowserRecovering", "still recovering");
+    // Back: Ready, and the status says what happened, for as long as nothing else happens.
+    for at in ["2026-11-29T12:05:03Z", "2026-11-29T12:30:00Z"] {
+        let s = step(&mut bs, &running(true, 0), at);
+        assert_eq!(s.phase, Some(Phase::Ready));
+        let b = cond(&s, condition::BROWSER_READY);
+        assert_eq!((b.status.as_str(), b.reason.as_str()), ("True", "Recovered"));
+        assert!(b.message.contains("restarted in place") && b.message.contains("12:05:00Z"), "{}", b.message);
+        assert!(b.message.contains("back at 2026-11-29T12:05:03Z"), "{}", b.message);
+    }
+    // A container restart tells its own story instead.
+    let restarted = pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": true, "restartCount": 1, "image": "i", "imageID": "",
+            "state": {"running": {}}, "lastState": {"terminated": {"exitCode": 70, "message": "boom"}}}]}));
+    let s = step(&mut bs, &restarted, "2026-11-29T13:00:00Z");
+    let b = cond(&s, condition::BROWSER_READY);
+    assert_eq!(b.reason, "Running");
+    assert!(b.message.contains("recovered after 1 restart(s)"), "{}", b.message);
+}
+
+#[test]
+fn a_flip_too_short_to_see_is_read_from_the_pods_ready_transition() {
+    let mut bs = session(json!({"image": "i"}));
+    let ready_since = |t: &str| {
+        pod(json!({"phase": "Running", "conditions": [scheduled(),
+                {"type": "Ready", "status": "True", "lastTransitionTime": t}],
+            "containerStatuses": [{"name": "browser", "ready": true, "restartCount": 0, "image": "i",
+                "imageID": "", "state": {"running": {}}}]}))
+    };
+    let s = step(&mut bs, &ready_since("2026-11-29T12:00:01Z"), "2026-11-29T12:00:02Z");
+    assert_eq!(cond(&s, condition::BROWSER_READY).reason, "Running", "the first Ready is no recovery");
+    let s = step(&mut bs, &ready_since("2026-11-29T12:00:01Z"), "2026-11-29T12:01:00Z");
+    assert_eq!(cond(&s, condition::BROWSER_READY).reason, "Running");
+    // Unready and back between two reconciles: only the Pod's transition time tells.
+    for at in ["2026-11-29T12:10:05Z", "2026-11-29T12:20:00Z"] {
+        let s = step(&mut bs, &ready_since("2026-11-29T12:10:00Z"), at);
+        let b = cond(&s, condition::BROWSER_READY);
+        assert_eq!((b.status.as_str(), b.reason.as_str()), ("True", "Recovered"));
+        assert!(b.message.contains("restarted in place after 2026-11-29T12:00:02Z"), "{}", b.message);
+        assert!(b.message.ends_with("(back at 2026-11-29T12:10:00Z)"), "{}", b.message);
+    }
+}
