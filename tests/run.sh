@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test of the project: formatting, lints, unit tests, and the
-# tests against real parts: a kube-apiserver, etcd and
-# kube-controller-manager (built from the Go module proxy, cached by version
-# by tests/cluster/build.sh), helm (the same way), the real playwright-cli
-# with Debian's Chromium, and Docker Engine. Installs what it needs; stops the
-# control plane when done (dockerd is left running for the next run).
+# tests against real parts: a single-node cluster (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet, kube-proxy built from the
+# Go module proxy and cached by version by tests/cluster/build.sh; containerd,
+# runc and CNI plugins from Debian), helm (the same way), the real
+# playwright-cli with Debian's Chromium, Docker Engine, and the images
+# playpen-imagebuild builds. Installs what it needs; stops the cluster when
+# done (dockerd is left running for the next run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -21,14 +23,17 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 log "building tests"
 cargo test --workspace --locked --no-run
 
-log "starting a fresh control plane (state left by a demo or an earlier run is purged)"
+log "starting a fresh single-node cluster (state left by a demo or an earlier run is purged)"
 trap 'tests/cluster/stop.sh >/dev/null 2>&1 || true' EXIT
 tests/cluster/stop.sh --purge >/dev/null
-KUBECONFIG="$(tests/cluster/start.sh | tail -n 1)"
+KUBECONFIG="$(tests/cluster/start-node.sh | tail -n 1)"
 export KUBECONFIG
 PLAYPEN_HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
 PLAYPEN_KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
 export PLAYPEN_HELM PLAYPEN_KUBECTL
+# Only the end-to-end suite's Pods tolerate this taint: the other suites'
+# sessions stay Pending, as they expect, while the node runs the e2e ones.
+"$PLAYPEN_KUBECTL" taint node "$(. tests/cluster/lib.sh && echo "$NODE_NAME")" playpen.dev/e2e=true:NoSchedule --overwrite >/dev/null
 
 log "installing Chromium and the pinned playwright-cli (session runtime tests)"
 PLAYPEN_TEST_CLI_PREFIX="$(tests/session/setup.sh | tail -n 1)"
@@ -36,6 +41,9 @@ export PLAYPEN_TEST_CLI_PREFIX
 
 log "starting Docker Engine and the debootstrap base image (image builder tests)"
 tests/imagebuild/setup.sh >/dev/null
+
+log "building the operator and browser images, importing them into the node (end-to-end tests)"
+tests/e2e/images.sh
 
 log "running all tests"
 cargo test --workspace --locked

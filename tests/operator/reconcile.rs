@@ -238,6 +238,16 @@ async fn pod_status_drives_phase_and_conditions_then_gc_cleans_up() -> anyhow::R
             .await
         }
     };
+    // The node is tainted for the e2e suite only, so the real kube-scheduler
+    // marks this Pod unschedulable once; let it, before writing the status a
+    // kubelet would (it would otherwise overwrite PodScheduled afterwards).
+    // Without a scheduler (control plane only) nothing comes, and that is fine.
+    let _ = eventually(Duration::from_secs(10), || async {
+        let conditions = pods.get("demo-browser").await?.status.and_then(|s| s.conditions).unwrap_or_default();
+        ensure!(conditions.iter().any(|c| c.type_ == "PodScheduled"), "no scheduling verdict yet");
+        Ok(())
+    })
+    .await;
     let scheduled = json!([{"type": "PodScheduled", "status": "True"}]);
     set_pod_status(
         &pods,

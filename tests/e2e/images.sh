@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the two images the node runs and imports them into its containerd:
+#   playpen/operator:dev  operator/controller/Dockerfile around the workspace's playpen-operator
+#   playpen/browser:dev   playpen-imagebuild lock + build of tests/e2e/browser-image.yaml,
+#                         carrying the workspace's playpen-session
+# plus playpen/base:bookworm (the seccomp-profile installer runs on it).
+#
+#   tests/e2e/images.sh [--release]
+#
+# Needs Docker Engine and the base image (tests/imagebuild/setup.sh) and the
+# node (tests/cluster/start-node.sh). Idempotent: Docker's build cache and
+# load-image.sh's image-ID check make a second run fast.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+log() { printf '[%s e2e/images.sh] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+profile=debug
+cargo_flags=()
+if [[ "${1:-}" == "--release" ]]; then
+  profile=release
+  cargo_flags=(--release)
+fi
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+out="${target}/e2e"
+mkdir -p "$out"
+
+log "building playpen-operator, playpen-session and playpen-imagebuild (${profile})"
+cargo build --locked "${cargo_flags[@]}" -p playpen-operator -p playpen-session -p playpen-imagebuild >&2
+
+log "operator image playpen/operator:dev"
+rm -rf "${out}/operator-context" && mkdir -p "${out}/operator-context"
+cp "${target}/${profile}/playpen-operator" "${out}/operator-context/"
+docker build -q --build-arg BASE=playpen/base:bookworm -f operator/controller/Dockerfile \
+  -t playpen/operator:dev "${out}/operator-context" >&2
+
+log "browser image playpen/browser:dev (playpen-imagebuild)"
+sed "s#@SESSION_RUNTIME@#${target}/${profile}/playpen-session#" tests/e2e/browser-image.yaml >"${out}/browser-image.yaml"
+imagebuild="${target}/${profile}/playpen-imagebuild"
+"$imagebuild" lock --spec "${out}/browser-image.yaml" --lock "${out}/browser-image.lock.json" >&2
+"$imagebuild" build --lock "${out}/browser-image.lock.json" --tag playpen/browser:dev --out-dir "${out}/browser-image" >&2
+
+tests/cluster/load-image.sh playpen/operator:dev playpen/browser:dev playpen/base:bookworm >&2
+log "images ready"

@@ -1,0 +1,124 @@
+//! The command-line tools a platform team uses, run for real: kubectl (exec,
+//! logs, port-forward, auth can-i) and helm, against the test cluster.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use playpen_tests::{kubeconfig_path, tool};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// What a finished command printed.
+#[derive(Debug)]
+pub struct Output {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Output {
+    /// Stdout, or an error carrying the whole output when the command failed.
+    pub fn ok(self, what: &str) -> anyhow::Result<String> {
+        if self.code == 0 {
+            Ok(self.stdout)
+        } else {
+            bail!("{what} exited {}:\nstdout: {}\nstderr: {}", self.code, self.stdout, self.stderr)
+        }
+    }
+}
+
+fn command(var: &str, args: &[&str]) -> anyhow::Result<Command> {
+    let mut cmd = Command::new(tool(var)?);
+    cmd.args(args).env("KUBECONFIG", kubeconfig_path()?).stdin(Stdio::null()).kill_on_drop(true);
+    Ok(cmd)
+}
+
+async fn run(var: &str, args: &[&str], timeout: Duration) -> anyhow::Result<Output> {
+    let out = tokio::time::timeout(timeout, command(var, args)?.output())
+        .await
+        .with_context(|| format!("{var} {args:?} did not finish within {timeout:?}"))??;
+    Ok(Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+/// `kubectl <args>`.
+pub async fn kubectl(args: &[&str]) -> anyhow::Result<Output> {
+    run("PLAYPEN_KUBECTL", args, Duration::from_secs(120)).await
+}
+
+/// `helm <args>` (installs wait for rollouts, so the bound is generous).
+pub async fn helm(args: &[&str]) -> anyhow::Result<Output> {
+    run("PLAYPEN_HELM", args, Duration::from_secs(300)).await
+}
+
+/// `kubectl exec -n <ns> <pod> -c <container> -- <command>`.
+pub async fn exec(ns: &str, pod: &str, container: &str, command: &[&str]) -> anyhow::Result<Output> {
+    let mut args = vec!["exec", "-n", ns, pod, "-c", container, "--"];
+    args.extend_from_slice(command);
+    kubectl(&args).await
+}
+
+/// `kubectl exec … -- sh -c <script>`, which must succeed.
+pub async fn sh(ns: &str, pod: &str, container: &str, script: &str) -> anyhow::Result<String> {
+    exec(ns, pod, container, &["sh", "-c", script]).await?.ok(&format!("sh -c {script:?} in {ns}/{pod}"))
+}
+
+/// A running `kubectl port-forward`; stopped on drop.
+pub struct PortForward {
+    /// The local port kubectl chose.
+    pub local_port: u16,
+    _child: Child,
+}
+
+/// `kubectl port-forward -n <ns> <target> :<port>`: waits for kubectl's
+/// "Forwarding from 127.0.0.1:<local> -> <port>" line.
+pub async fn port_forward(ns: &str, target: &str, port: u16) -> anyhow::Result<PortForward> {
+    let remote = format!(":{port}");
+    let mut child = command("PLAYPEN_KUBECTL", &["port-forward", "-n", ns, target, &remote, "--address", "127.0.0.1"])?
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().context("port-forward stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let local_port = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await? {
+            // "Forwarding from 127.0.0.1:41234 -> 9323"
+            if let Some(rest) = line.strip_prefix("Forwarding from 127.0.0.1:") {
+                let port = rest.split_whitespace().next().context("no local port")?;
+                return Ok::<u16, anyhow::Error>(port.parse()?);
+            }
+        }
+        bail!("kubectl port-forward exited without forwarding")
+    })
+    .await
+    .context("kubectl port-forward did not start within 30 s")??;
+    // Keep draining stdout so kubectl never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(PortForward { local_port, _child: child })
+}
+
+/// Follows `kubectl logs -f` into a buffer until the container ends.
+pub fn follow_logs(ns: &str, pod: &str, container: &str) -> anyhow::Result<tokio::task::JoinHandle<String>> {
+    let mut child = command("PLAYPEN_KUBECTL", &["logs", "-f", "-n", ns, pod, "-c", container])?
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let stdout = child.stdout.take().context("logs stdout")?;
+    Ok(tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        let mut all = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            all.push_str(&line);
+            all.push('\n');
+        }
+        let _ = child.wait().await;
+        all
+    }))
+}

@@ -1,0 +1,30 @@
+//! End to end on the single-node cluster (`tests/cluster/start-node.sh`):
+//! the browser and operator images built by `tests/e2e/images.sh` (the
+//! browser one with playpen-imagebuild) and imported into the node's
+//! containerd, the chart installed with helm, BrowserSessions run by the real
+//! kubelet, driven with the real playwright-cli and Chromium.
+//!
+//! One test: the chart's ClusterRoles are cluster-wide names, and the scenarios
+//! share the installation. Independent scenarios run concurrently.
+
+mod kubectl;
+mod session;
+mod setup;
+
+use anyhow::Context as _;
+use playpen_tests::client;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
+    let client = client().await?;
+    let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
+    let (a, b) = (installed.team_a.name.as_str(), installed.team_b.name.as_str());
+    let (main, isolation) = tokio::join!(
+        session::drive_view_recover_delete(&client, a, &installed.fixture_url),
+        session::isolation_and_disabled(&client, b, a),
+    );
+    let uninstalled = setup::uninstall(&client, &installed).await;
+    main.context("the main session (steps 2-4, 6-8)")?;
+    isolation.context("the second team's session (steps 5, 6)")?;
+    uninstalled
+}

@@ -1,0 +1,309 @@
+//! BrowserSessions as an agent and a human meet them: applied, Ready, driven
+//! with plain `playwright-cli` through `kubectl exec`, viewed through
+//! `kubectl port-forward`, and deleted.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context as _};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::Client;
+use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase};
+use playpen_api::BrowserSession;
+use playpen_tests::{eventually, http_get};
+use serde_json::json;
+
+use crate::kubectl::{exec, follow_logs, kubectl, port_forward, sh};
+use crate::setup::{tolerations, BROWSER_IMAGE};
+
+/// The browser container's name.
+pub const BROWSER: &str = "browser";
+/// The viewer's pinned port (the CRD default).
+pub const VIEWER_PORT: u16 = 9323;
+
+/// Creates a BrowserSession on the e2e browser image (Debian's Chromium).
+pub async fn create(client: &Client, ns: &str, name: &str, sandbox: &str) -> anyhow::Result<()> {
+    let bs: BrowserSession = serde_json::from_value(json!({
+        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
+        "metadata": {"name": name},
+        "spec": {
+            "image": BROWSER_IMAGE,
+            "imagePullPolicy": "Never",
+            "sandbox": sandbox,
+            "launchConfig": {
+                "executablePath": "/usr/bin/chromium",
+                // This machine's network is closed: no background lookups of Google's hosts.
+                "args": ["--disable-background-networking", "--disable-component-update"]
+            },
+            "pod": {"tolerations": tolerations(), "shmSize": "256Mi"}
+        }
+    }))?;
+    Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
+    Ok(())
+}
+
+fn condition_true(status: &BrowserSessionStatus, type_: &str) -> bool {
+    status.conditions.iter().any(|c| c.type_ == type_ && c.status == "True")
+}
+
+/// Waits for phase Ready with the browser and viewer conditions true; returns the status and how long it took.
+pub async fn wait_ready(client: &Client, ns: &str, name: &str) -> anyhow::Result<(BrowserSessionStatus, Duration)> {
+    let api: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
+    let t0 = Instant::now();
+    let status = eventually(Duration::from_secs(180), || async {
+        let status = api.get(name).await?.status.context("no status yet")?;
+        ensure!(
+            status.phase == Some(Phase::Ready)
+                && condition_true(&status, condition::BROWSER_READY)
+                && condition_true(&status, condition::VIEWER_READY),
+            "{ns}/{name} not ready: {:?} {:?}",
+            status.phase,
+            status.conditions.iter().map(|c| (&c.type_, &c.status, &c.message)).collect::<Vec<_>>()
+        );
+        Ok(status)
+    })
+    .await?;
+    Ok((status, t0.elapsed()))
+}
+
+fn pod_name(status: &BrowserSessionStatus) -> anyhow::Result<String> {
+    status.pod_name.clone().context("status.podName is empty")
+}
+
+/// The `[ref=eN]` of the first line of a snapshot that contains `needle`.
+fn reference(snapshot: &str, needle: &str) -> anyhow::Result<String> {
+    let line = snapshot.lines().find(|l| l.contains(needle)).with_context(|| format!("{needle} in:\n{snapshot}"))?;
+    let start = line.find("[ref=").context("no ref")? + "[ref=".len();
+    let end = line[start..].find(']').context("unterminated ref")? + start;
+    Ok(line[start..end].to_owned())
+}
+
+/// The path in "[Snapshot](<path>)".
+fn snapshot_path(stdout: &str) -> anyhow::Result<String> {
+    let start = stdout.find("[Snapshot](").with_context(|| format!("no snapshot link in:\n{stdout}"))? + 11;
+    let end = stdout[start..].find(')').context("unterminated link")? + start;
+    Ok(stdout[start..end].to_owned())
+}
+
+/// Steps 3–8 on one session: drive, view, sandbox, kill and recover, delete.
+pub async fn drive_view_recover_delete(client: &Client, ns: &str, fixture_url: &str) -> anyhow::Result<()> {
+    let name = "shop";
+    create(client, ns, name, "Enforced").await?;
+    let (status, took) = wait_ready(client, ns, name).await.context("step 2: the session becomes Ready")?;
+    eprintln!("e2e: {ns}/{name} Ready after {took:?}");
+    let pod = pod_name(&status)?;
+
+    // 3. An agent drives it with plain playwright-cli.
+    let out = exec(ns, &pod, BROWSER, &["playwright-cli", "goto", fixture_url]).await?.ok("playwright-cli goto")?;
+    ensure!(out.contains(&format!("Page URL: {fixture_url}")), "goto printed no URL:\n{out}");
+    ensure!(out.contains("Page Title: Playpen fixture"), "goto printed no title:\n{out}");
+    let path = snapshot_path(&out)?;
+    let tree = exec(ns, &pod, BROWSER, &["cat", &path]).await?.ok("reading the snapshot file")?;
+    let button = reference(&tree, "button \"Record a click\"")?;
+    let out = exec(ns, &pod, BROWSER, &["playwright-cli", "click", &button]).await?.ok("playwright-cli click")?;
+    ensure!(!out.contains("### Error"), "click failed:\n{out}");
+    eventually(Duration::from_secs(20), || async {
+        let log = kubectl(&["logs", "-n", ns, "fixture"]).await?.ok("fixture logs")?;
+        ensure!(log.contains("click 1"), "the fixture server saw no click:\n{log}");
+        Ok(())
+    })
+    .await
+    .context("step 3: the click reaches the fixture server")?;
+
+    // 4. A human takes over through the tunnel; the Pod IP does not serve the viewer.
+    let forward = port_forward(ns, &format!("svc/{name}-view"), VIEWER_PORT).await?;
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
+    let (code, _) = http_get(local, "/").await.context("step 4: GET / through port-forward")?;
+    ensure!(code == 302, "the dashboard root answered {code}, expected 302");
+    let (code, body) = http_get(local, "/index.html").await?;
+    ensure!(code == 200 && body.contains("<html"), "the dashboard page answered {code}: {body:.200}");
+    drop(forward);
+    let pod_ip = Api::<Pod>::namespaced(client.clone(), ns)
+        .get(&pod)
+        .await?
+        .status
+        .and_then(|s| s.pod_ip)
+        .context("no Pod IP")?;
+    let probe = format!(
+        "require('net').connect({VIEWER_PORT}, '{pod_ip}').on('connect', () => {{ console.log('CONNECTED'); process.exit(0) }})\
+         .on('error', (e) => {{ console.log(e.code); process.exit(0) }})"
+    );
+    let reach = exec(ns, "fixture", "server", &["/opt/playpen/node/bin/node", "-e", &probe]).await?.ok("probe")?;
+    ensure!(reach.trim() == "ECONNREFUSED", "{pod_ip}:{VIEWER_PORT} from another Pod: {reach}");
+
+    // 6. The sandbox is enforced: renderers run in a user namespace of their own.
+    let namespaces = sh(
+        ns,
+        &pod,
+        BROWSER,
+        // Matched on the command's start: this script's own command line contains the pattern too.
+        "own=$(readlink /proc/1/ns/user); for p in /proc/[0-9]*; do \
+         case \"$(tr '\\0' ' ' <$p/cmdline 2>/dev/null)\" in /usr/lib/chromium/chromium*--type=renderer*) \
+         echo \"renderer $(readlink $p/ns/user) runtime $own\";; esac; done",
+    )
+    .await?;
+    let renderers: Vec<&str> = namespaces.lines().collect();
+    ensure!(!renderers.is_empty(), "step 6: no renderer process found");
+    for line in &renderers {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        ensure!(
+            parts.len() == 4 && parts[1] != parts[3],
+            "step 6: a renderer shares the runtime's user namespace: {line}"
+        );
+    }
+
+    // 8. Kill the browser: the session recovers and says so.
+    let killed = sh(
+        ns,
+        &pod,
+        BROWSER,
+        "for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' <$p/cmdline 2>/dev/null); case \"$c\" in \
+         /usr/lib/chromium/chromium*) case \"$c\" in *--type=*) ;; *) kill -9 ${p#/proc/} && echo ${p#/proc/};; esac;; esac; done",
+    )
+    .await?;
+    ensure!(!killed.trim().is_empty(), "step 8: no browser process to kill");
+    recover_after_kill(client, ns, name, &pod).await.context("step 8: recovery after the browser was killed")?;
+
+    // 7. Delete: the runtime closes the browser through the CLI, and every child goes.
+    let logs = follow_logs(ns, &pod, BROWSER)?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Api::<BrowserSession>::namespaced(client.clone(), ns).delete(name, &DeleteParams::default()).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    eventually(Duration::from_secs(90), || async {
+        match pods.get_opt(&pod).await? {
+            None => Ok(()),
+            Some(_) => bail!("{pod} still exists"),
+        }
+    })
+    .await
+    .context("step 7: the Pod goes away")?;
+    let log = tokio::time::timeout(Duration::from_secs(10), logs).await??;
+    ensure!(log.contains("SIGTERM: closing the session"), "step 7: no SIGTERM handling in the log:\n{log}");
+    ensure!(
+        log.lines().any(|l| l.contains("playwright-cli")
+            && l.contains("\"close\"")
+            && l.contains("exit status: 0")
+            && l.contains(&format!("Browser '{name}' closed"))),
+        "step 7: the runtime did not close the browser through playwright-cli:\n{log}"
+    );
+    no_orphans(client, ns, name).await.context("step 7: no orphaned objects")
+}
+
+async fn recover_after_kill(client: &Client, ns: &str, name: &str, pod: &str) -> anyhow::Result<()> {
+    let api: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
+    eventually(Duration::from_secs(60), || async {
+        let status = api.get(name).await?.status.context("no status")?;
+        let browser = status.conditions.iter().find(|c| c.type_ == condition::BROWSER_READY).context("no condition")?;
+        ensure!(browser.status == "True", "not recovered yet: {browser:?}");
+        ensure!(
+            browser.message.contains("restart"),
+            "recovered, but the status does not say what happened: {browser:?}"
+        );
+        Ok(())
+    })
+    .await?;
+    let out = exec(ns, pod, BROWSER, &["playwright-cli", "tab-list"]).await?.ok("tab-list after recovery")?;
+    ensure!(out.contains("about:blank") || out.contains("http"), "tab-list after recovery:\n{out}");
+    Ok(())
+}
+
+async fn no_orphans(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
+    let selector = format!("app.kubernetes.io/instance={name}");
+    let lp = ListParams::default().labels(&selector);
+    eventually(Duration::from_secs(60), || async {
+        let mut left = Vec::new();
+        left.extend(
+            Api::<Pod>::namespaced(client.clone(), ns)
+                .list(&lp)
+                .await?
+                .items
+                .into_iter()
+                .map(|o| ("Pod", o.metadata.name)),
+        );
+        left.extend(
+            Api::<Secret>::namespaced(client.clone(), ns)
+                .list(&lp)
+                .await?
+                .items
+                .into_iter()
+                .map(|o| ("Secret", o.metadata.name)),
+        );
+        left.extend(
+            Api::<ConfigMap>::namespaced(client.clone(), ns)
+                .list(&lp)
+                .await?
+                .items
+                .into_iter()
+                .map(|o| ("ConfigMap", o.metadata.name)),
+        );
+        left.extend(
+            Api::<Service>::namespaced(client.clone(), ns)
+                .list(&lp)
+                .await?
+                .items
+                .into_iter()
+                .map(|o| ("Service", o.metadata.name)),
+        );
+        left.extend(
+            Api::<NetworkPolicy>::namespaced(client.clone(), ns)
+                .list(&lp)
+                .await?
+                .items
+                .into_iter()
+                .map(|o| ("NetworkPolicy", o.metadata.name)),
+        );
+        ensure!(left.is_empty(), "left behind: {left:?}");
+        Ok(())
+    })
+    .await
+}
+
+/// Step 5 and the Disabled half of step 6: a second team's session cannot
+/// see the first one's sockets, and a Disabled sandbox runs and is recorded.
+pub async fn isolation_and_disabled(client: &Client, ns_b: &str, ns_a: &str) -> anyhow::Result<()> {
+    let name = "nosandbox";
+    create(client, ns_b, name, "Disabled").await?;
+    let (status, _) = wait_ready(client, ns_b, name).await.context("the Disabled session becomes Ready")?;
+    ensure!(!condition_true(&status, condition::SANDBOX_ENFORCED), "SandboxEnforced is true for a Disabled session");
+    let events = Api::<Event>::namespaced(client.clone(), ns_b)
+        .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+        .await?;
+    ensure!(
+        events.items.iter().any(|e| e.reason.as_deref() == Some("SandboxDisabled")),
+        "no SandboxDisabled Event: {:?}",
+        events.items.iter().map(|e| &e.reason).collect::<Vec<_>>()
+    );
+    let pod = pod_name(&status)?;
+    let own_ns = status.socket_namespace.clone().context("no socket namespace in the status")?;
+    let list = exec(ns_b, &pod, BROWSER, &["playwright-cli", "list"]).await?.ok("playwright-cli list")?;
+    ensure!(list.contains(status.session_name.as_deref().unwrap_or(name)), "list misses its own session:\n{list}");
+    ensure!(!list.contains("shop"), "session B lists session A:\n{list}");
+    let dirs = sh(ns_b, &pod, BROWSER, "ls /var/lib/playpen/pw").await?;
+    ensure!(dirs.split_whitespace().collect::<Vec<_>>() == [own_ns.as_str()], "socket namespaces seen from B: {dirs}");
+    // Nor can team B's driver reach into team A: exec is granted per namespace.
+    let user = "driver-b";
+    kubectl(&[
+        "create",
+        "rolebinding",
+        "e2e-driver-b",
+        "-n",
+        ns_b,
+        "--clusterrole=playpen-driver",
+        &format!("--user={user}"),
+    ])
+    .await?
+    .ok("create rolebinding e2e-driver-b")?;
+    let can = |ns: String| async move {
+        let out = kubectl(&["auth", "can-i", "create", "pods", "--subresource=exec", "-n", &ns, "--as", user]).await?;
+        Ok::<_, anyhow::Error>(out.stdout.trim() == "yes")
+    };
+    // The RBAC authorizer sees a new binding through its informer, a moment later.
+    eventually(Duration::from_secs(10), || async {
+        ensure!(can(ns_b.to_owned()).await?, "team B's driver cannot exec in its own namespace");
+        Ok(())
+    })
+    .await?;
+    ensure!(!can(ns_a.to_owned()).await?, "team B's driver can exec in team A's namespace");
+    Ok(())
+}

@@ -1,0 +1,138 @@
+//! The installation a platform team would make: the chart (operator in a Pod,
+//! seccomp-profile installer DaemonSet) from the images `tests/e2e/images.sh`
+//! built and imported, plus a fixture web server inside the cluster.
+
+use std::time::Duration;
+
+use anyhow::{ensure, Context as _};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::Client;
+use playpen_tests::{eventually, TestNamespace};
+use serde_json::json;
+
+use crate::kubectl::helm;
+
+/// The browser image tests/e2e/images.sh builds with playpen-imagebuild.
+pub const BROWSER_IMAGE: &str = "playpen/browser:dev";
+/// The node taint tests/run.sh sets, so that only these tests' Pods run on
+/// the node (the other suites' sessions stay Pending, as they expect).
+pub const NODE_TAINT_KEY: &str = "playpen.dev/e2e";
+const RELEASE: &str = "e2e";
+const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../charts/playpen");
+const FIXTURE_SERVER: &str = include_str!("fixture-server.js");
+
+/// The installed product and the namespaces the scenarios use.
+pub struct Installed {
+    /// Where the chart is installed.
+    pub system: TestNamespace,
+    /// The main session's namespace (also serves the fixture).
+    pub team_a: TestNamespace,
+    /// A second team's namespace.
+    pub team_b: TestNamespace,
+    /// `http://<fixture ClusterIP>:8080/`.
+    pub fixture_url: String,
+}
+
+/// Tolerations for the node taint, as JSON.
+pub fn tolerations() -> serde_json::Value {
+    json!([{"key": NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}])
+}
+
+/// `helm install` of the chart, the operator watching the two team namespaces.
+pub async fn install(client: &Client) -> anyhow::Result<Installed> {
+    let system = TestNamespace::new(client, "e2e-sys").await?;
+    let team_a = TestNamespace::new(client, "e2e-a").await?;
+    let team_b = TestNamespace::new(client, "e2e-b").await?;
+    let watch = format!("watchNamespaces={{{},{}}}", team_a.name, team_b.name);
+    let tolerations = format!("tolerations={}", tolerations());
+    let installer_tolerations = format!("seccompProfileInstaller.tolerations={}", self::tolerations());
+    helm(&[
+        "install",
+        RELEASE,
+        CHART,
+        "-n",
+        &system.name,
+        "--take-ownership",
+        "--wait",
+        "--timeout",
+        "240s",
+        "--set",
+        "image.repository=playpen/operator,image.tag=dev,image.pullPolicy=Never",
+        "--set",
+        &watch,
+        "--set-json",
+        &tolerations,
+        "--set",
+        "seccompProfileInstaller.enabled=true,seccompProfileInstaller.image.repository=playpen/base",
+        "--set",
+        "seccompProfileInstaller.image.tag=bookworm,seccompProfileInstaller.image.pullPolicy=Never",
+        "--set-json",
+        &installer_tolerations,
+        "--set",
+        "logFormat=text",
+    ])
+    .await?
+    .ok("helm install")?;
+    let fixture_url = start_fixture(client, &team_a.name).await?;
+    Ok(Installed { system, team_a, team_b, fixture_url })
+}
+
+/// `helm uninstall` (the CRD stays: resource-policy keep), then the
+/// namespaces go, awaited here: a test process that ends drops its
+/// background deletions, and the next suite would share the node with
+/// leftover browsers.
+pub async fn uninstall(client: &Client, installed: &Installed) -> anyhow::Result<()> {
+    let uninstalled = helm(&["uninstall", RELEASE, "-n", &installed.system.name, "--wait", "--timeout", "120s"])
+        .await?
+        .ok("helm uninstall");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for ns in [&installed.team_a, &installed.team_b, &installed.system] {
+        namespaces.delete(&ns.name, &DeleteParams::background()).await?;
+    }
+    uninstalled.map(drop)
+}
+
+async fn start_fixture(client: &Client, ns: &str) -> anyhow::Result<String> {
+    let apply = PatchParams::apply("playpen-e2e").force();
+    let config: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "fixture"}, "data": {"server.js": FIXTURE_SERVER}}))?;
+    Api::<ConfigMap>::namespaced(client.clone(), ns).patch("fixture", &apply, &Patch::Apply(&config)).await?;
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "fixture", "labels": {"app": "fixture"}},
+        "spec": {
+            "tolerations": tolerations(),
+            "automountServiceAccountToken": false,
+            "containers": [{
+                "name": "server",
+                "image": BROWSER_IMAGE,
+                "imagePullPolicy": "Never",
+                "command": ["/opt/playpen/node/bin/node", "/fixture/server.js"],
+                "ports": [{"containerPort": 8080}],
+                "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                    "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [{"name": "server", "mountPath": "/fixture"}]
+            }],
+            "volumes": [{"name": "server", "configMap": {"name": "fixture"}}]
+        }
+    }))?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    pods.patch("fixture", &apply, &Patch::Apply(&pod)).await?;
+    let service: Service = serde_json::from_value(json!({
+        "metadata": {"name": "fixture"},
+        "spec": {"selector": {"app": "fixture"}, "ports": [{"port": 8080, "targetPort": 8080}]}
+    }))?;
+    let service =
+        Api::<Service>::namespaced(client.clone(), ns).patch("fixture", &apply, &Patch::Apply(&service)).await?;
+    let ip = service.spec.and_then(|s| s.cluster_ip).context("the fixture Service has no ClusterIP")?;
+    eventually(Duration::from_secs(90), || async {
+        let pod = pods.get("fixture").await?;
+        let ready = pod.status.and_then(|s| s.conditions).unwrap_or_default();
+        ensure!(ready.iter().any(|c| c.type_ == "Ready" && c.status == "True"), "fixture not ready: {ready:?}");
+        Ok(())
+    })
+    .await
+    .context("the fixture server Pod")?;
+    Ok(format!("http://{ip}:8080/"))
+}
