@@ -179,13 +179,25 @@ launch() {
   echo $! >"${RUN}/${name}.pid"
 }
 
+# launched_alive NAME — the process launch() started is still running. Unlike pid_of it
+# does not look at the command line: right after launch() the pid may still be the
+# subshell closing descriptors, before it execs NAME (a race seen under CI).
+launched_alive() {
+  local f="${RUN}/$1.pid" pid state
+  [[ -f "$f" ]] || return 1
+  pid="$(<"$f")"
+  [[ "$pid" =~ ^[0-9]+$ && -r "/proc/${pid}/stat" ]] || return 1
+  state="$(sed 's/^.*) \([A-Z]\).*$/\1/' "/proc/${pid}/stat" 2>/dev/null)" || return 1
+  [[ "$state" != Z && "$state" != X ]]
+}
+
 # wait_for SECONDS DESCRIPTION NAME CHECK... — poll CHECK until it succeeds; call the
 # script's fail() on timeout or when process NAME died.
 wait_for() {
   local secs="$1" what="$2" name="$3" t0=$SECONDS
   shift 3
   until "$@"; do
-    pid_of "$name" >/dev/null || fail "${name} exited while waiting for ${what}"
+    launched_alive "$name" || fail "${name} exited while waiting for ${what}"
     ((SECONDS - t0 < secs)) || fail "timed out after ${secs} s waiting for ${what}"
     sleep 0.5
   done

@@ -111,6 +111,19 @@ pub async fn drive_view_recover_delete(client: &Client, ns: &str, fixture_url: &
     .await
     .context("step 3: the click reaches the fixture server")?;
 
+    // The image's playwright-cli answered those natively (issue 7), not through Node.
+    let report = sh(
+        ns,
+        &pod,
+        BROWSER,
+        "rm -f /tmp/fast.report; PLAYPEN_CLI_FAST_REPORT=/tmp/fast.report playwright-cli tab-list >/dev/null; \
+         PLAYPEN_CLI_NODE_ONLY=1 PLAYPEN_CLI_FAST_REPORT=/tmp/fast.report playwright-cli tab-list >/dev/null; \
+         cat /tmp/fast.report",
+    )
+    .await?;
+    let ways: Vec<&str> = report.lines().filter_map(|l| l.split('\t').next()).collect();
+    ensure!(ways == ["fast", "node"], "fast path in the image: {report}");
+
     // 4. A human takes over through the tunnel; the Pod IP does not serve the viewer.
     let forward = port_forward(ns, &format!("svc/{name}-view"), VIEWER_PORT).await?;
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
