@@ -221,51 +221,27 @@ async fn recover_after_kill(client: &Client, ns: &str, name: &str, pod: &str) ->
     Ok(())
 }
 
+/// Names of the `K`s in `ns` carrying `selector`, as "Kind/name".
+async fn labelled<K>(client: &Client, ns: &str, lp: &ListParams) -> anyhow::Result<Vec<String>>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let items = Api::<K>::namespaced(client.clone(), ns).list(lp).await?.items;
+    Ok(items.iter().map(|o| format!("{}/{}", K::kind(&()), o.meta().name.as_deref().unwrap_or_default())).collect())
+}
+
 async fn no_orphans(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
     let selector = format!("app.kubernetes.io/instance={name}");
     let lp = ListParams::default().labels(&selector);
     eventually(Duration::from_secs(60), || async {
-        let mut left = Vec::new();
-        left.extend(
-            Api::<Pod>::namespaced(client.clone(), ns)
-                .list(&lp)
-                .await?
-                .items
-                .into_iter()
-                .map(|o| ("Pod", o.metadata.name)),
-        );
-        left.extend(
-            Api::<Secret>::namespaced(client.clone(), ns)
-                .list(&lp)
-                .await?
-                .items
-                .into_iter()
-                .map(|o| ("Secret", o.metadata.name)),
-        );
-        left.extend(
-            Api::<ConfigMap>::namespaced(client.clone(), ns)
-                .list(&lp)
-                .await?
-                .items
-                .into_iter()
-                .map(|o| ("ConfigMap", o.metadata.name)),
-        );
-        left.extend(
-            Api::<Service>::namespaced(client.clone(), ns)
-                .list(&lp)
-                .await?
-                .items
-                .into_iter()
-                .map(|o| ("Service", o.metadata.name)),
-        );
-        left.extend(
-            Api::<NetworkPolicy>::namespaced(client.clone(), ns)
-                .list(&lp)
-                .await?
-                .items
-                .into_iter()
-                .map(|o| ("NetworkPolicy", o.metadata.name)),
-        );
+        let mut left = labelled::<Pod>(client, ns, &lp).await?;
+        left.extend(labelled::<Secret>(client, ns, &lp).await?);
+        left.extend(labelled::<ConfigMap>(client, ns, &lp).await?);
+        left.extend(labelled::<Service>(client, ns, &lp).await?);
+        left.extend(labelled::<NetworkPolicy>(client, ns, &lp).await?);
         ensure!(left.is_empty(), "left behind: {left:?}");
         Ok(())
     })

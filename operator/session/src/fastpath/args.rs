@@ -205,6 +205,23 @@ pub fn minimist(args: &[String], bools: &[&str]) -> Result<Argv, Unparsed> {
         argv.set(key, next);
         Ok(())
     };
+    // `--key [value]`, and the last letter of `-abc [value]`: the next word is
+    // the value unless it looks like an option or the key is boolean (where
+    // only "true"/"false" are taken).
+    let set_from_next = |argv: &mut Argv, key: &str, next: Option<&str>, i: &mut usize| -> Result<(), Unparsed> {
+        match next {
+            Some(n) if !looks_like_flag(n) && !is_bool(key) => {
+                set_arg(argv, key, Value::Str(n.to_owned()))?;
+                *i += 1;
+            }
+            Some(n) if is_bool_literal(n) => {
+                set_arg(argv, key, Value::Bool(n == "true"))?;
+                *i += 1;
+            }
+            _ => set_arg(argv, key, Value::Bool(true))?,
+        }
+        Ok(())
+    };
     let (args, not_flags) = match args.iter().position(|a| a == "--") {
         Some(at) => (&args[..at], &args[at + 1..]),
         None => (args, &args[args.len()..]),
@@ -227,18 +244,7 @@ pub fn minimist(args: &[String], bools: &[&str]) -> Result<Argv, Unparsed> {
         } else if let Some(key) = arg.strip_prefix("--no-").filter(|k| !k.is_empty()) {
             set_arg(&mut argv, key, Value::Bool(false))?;
         } else if let Some(key) = arg.strip_prefix("--").filter(|k| !k.is_empty()) {
-            let next = args.get(i + 1).map(String::as_str);
-            match next {
-                Some(n) if !looks_like_flag(n) && !is_bool(key) => {
-                    set_arg(&mut argv, key, Value::Str(n.to_owned()))?;
-                    i += 1;
-                }
-                Some(n) if is_bool_literal(n) => {
-                    set_arg(&mut argv, key, Value::Bool(n == "true"))?;
-                    i += 1;
-                }
-                _ => set_arg(&mut argv, key, Value::Bool(true))?,
-            }
+            set_from_next(&mut argv, key, args.get(i + 1).map(String::as_str), &mut i)?;
         } else if arg.len() >= 2 && arg.as_bytes()[0] == b'-' && arg.as_bytes()[1].is_ascii_alphabetic() {
             if !arg.is_ascii() || arg.contains('_') {
                 // `split("")` and `slice` count UTF-16 units: not modelled.
@@ -274,17 +280,7 @@ pub fn minimist(args: &[String], bools: &[&str]) -> Result<Argv, Unparsed> {
             if !broken && key != "-" {
                 // `args[i + 1]` is tested for truthiness here: "" counts as absent.
                 let next = args.get(i + 1).map(String::as_str).filter(|n| !n.is_empty());
-                match next {
-                    Some(n) if !looks_like_flag(n) && !is_bool(key) => {
-                        set_arg(&mut argv, key, Value::Str(n.to_owned()))?;
-                        i += 1;
-                    }
-                    Some(n) if is_bool_literal(n) => {
-                        set_arg(&mut argv, key, Value::Bool(n == "true"))?;
-                        i += 1;
-                    }
-                    _ => set_arg(&mut argv, key, Value::Bool(true))?,
-                }
+                set_from_next(&mut argv, key, next, &mut i)?;
             }
         } else {
             argv.positional.push(arg.to_owned());

@@ -316,16 +316,7 @@ impl Session {
 
     /// `playpen-session cli <args>`: the image's `playwright-cli` wrapper.
     pub fn wrapper(&self, args: &[&str]) -> Output {
-        self.command(&runtime_bin())
-            .arg("cli")
-            .args(args)
-            .env_clear()
-            .envs(self.session_env())
-            .env("PLAYPEN_CLI_PACKAGE", self.prefix.join("node_modules/@playwright/cli"))
-            .env("PLAYPEN_NODE", "/usr/bin/node")
-            .current_dir(self.dir.path())
-            .output()
-            .unwrap()
+        self.wrapper_with(args, &[])
     }
 
     /// `playpen-session cli <args>` with extra variables (e.g. the fast path's
