@@ -4,7 +4,8 @@
 # kube-controller-manager, kube-scheduler, kubelet, kube-proxy built from the
 # Go module proxy and cached by version by tests/cluster/build.sh; containerd,
 # runc and CNI plugins from Debian), helm (the same way), the real
-# playwright-cli with Debian's Chromium, Docker Engine, and the images
+# playwright-cli with Debian's Chromium, Docker Engine, a local OCI registry
+# (distribution, built from the Go module proxy), and the images
 # playpen-imagebuild builds. Installs what it needs; stops the cluster when
 # done (dockerd is left running for the next run).
 set -euo pipefail
@@ -24,7 +25,7 @@ log "building tests"
 cargo test --workspace --locked --no-run
 
 log "starting a fresh single-node cluster (state left by a demo or an earlier run is purged)"
-trap 'tests/cluster/stop.sh >/dev/null 2>&1 || true' EXIT
+trap 'tests/cluster/stop.sh >/dev/null 2>&1 || true; tests/imagebuild/registry.sh --stop >/dev/null 2>&1 || true' EXIT
 tests/cluster/stop.sh --purge >/dev/null
 KUBECONFIG="$(tests/cluster/start-node.sh | tail -n 1)"
 export KUBECONFIG
@@ -41,6 +42,10 @@ export PLAYPEN_TEST_CLI_PREFIX
 
 log "starting Docker Engine and the debootstrap base image (image builder tests)"
 tests/imagebuild/setup.sh >/dev/null
+
+log "starting the local OCI registry with htpasswd auth (image builder push test)"
+PLAYPEN_TEST_REGISTRY="$(tests/imagebuild/registry.sh | tail -n 1)"
+export PLAYPEN_TEST_REGISTRY
 
 log "building the operator and browser images, importing them into the node (end-to-end tests)"
 tests/e2e/images.sh

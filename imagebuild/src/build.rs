@@ -1,7 +1,7 @@
 //! `build`: from the lock only. Fetch every artifact through the digest cache
 //! (refusing mismatches), learn the base's family, lay out the deterministic
 //! Node/CLI layer, render the Dockerfile, build through the engine, verify the
-//! image by running it, and only then tag it.
+//! image by running it, and only then tag it (and push it, when asked).
 
 use crate::digest::Integrity;
 use crate::dockerfile::{launch_defaults, render, RenderInput};
@@ -130,6 +130,9 @@ pub struct BuildReport {
     /// The manifest digest of the OCI layout, when one was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oci_manifest: Option<String>,
+    /// What `--push` pushed: registry, tag and the manifest digest the registry received.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push: Option<crate::push::PushReport>,
     /// The files written beside the image.
     pub outputs: Vec<PathBuf>,
 }
@@ -149,6 +152,8 @@ pub struct BuildOptions {
     pub oci_layout: Option<PathBuf>,
     /// Build every step again (no engine build cache).
     pub no_cache: bool,
+    /// Push the tag after verification, with these credentials (`--push`; `None`: no push).
+    pub push: Option<crate::push::RegistryAuth>,
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -220,6 +225,10 @@ pub async fn build(
         let _ = std::fs::remove_file(&archive);
         oci_manifest = Some(converted?);
     }
+    let push = match &opts.push {
+        Some(auth) => Some(crate::push::push(engine, &opts.tag, auth, &mut on_line).await?),
+        None => None,
+    };
 
     let report = BuildReport {
         tag: opts.tag.clone(),
@@ -230,6 +239,7 @@ pub async fn build(
         build_seconds,
         verify_seconds,
         oci_manifest,
+        push,
         outputs: vec![],
     };
     let report_path = opts.out_dir.join("build-report.json");

@@ -4,7 +4,7 @@
 
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    BuildImageOptions, CreateContainerOptions, LogsOptions, RemoveContainerOptions, TagImageOptions,
+    BuildImageOptions, CreateContainerOptions, LogsOptions, PushImageOptions, RemoveContainerOptions, TagImageOptions,
 };
 use bollard::Docker;
 use futures::StreamExt as _;
@@ -210,6 +210,72 @@ impl Engine {
         Ok(())
     }
 
+    /// The image's `RepoDigests` (`repo@sha256:…`, set by the engine after a push or pull).
+    pub async fn repo_digests(&self, image: &str) -> Result<Vec<String>, EngineError> {
+        let i = self.docker.inspect_image(image).await.map_err(api)?;
+        Ok(i.repo_digests.unwrap_or_default())
+    }
+
+    /// Pushes `reference` (`[host/]repo:tag`) with `credentials` sent to the engine as
+    /// `X-Registry-Auth` (the engine presents them to that registry only). Each status
+    /// change is passed to `on_line` (byte progress at most every 2 s). Returns the
+    /// manifest digest the engine reported, or the engine's own message when it failed:
+    /// the caller ([`crate::push`]) classifies it and redacts it.
+    pub async fn push_raw(
+        &self,
+        reference: &str,
+        credentials: Option<bollard::auth::DockerCredentials>,
+        mut on_line: impl FnMut(&str),
+    ) -> Result<Option<String>, String> {
+        let (repo, tag) = split_reference(reference);
+        let options = PushImageOptions { tag: Some(tag.clone()), platform: None };
+        let mut stream = self.docker.push_image(&repo, Some(options), credentials);
+        let mut digest = None;
+        let mut last_status = String::new();
+        let mut last_line = std::time::Instant::now();
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| match e {
+                bollard::errors::Error::DockerStreamError { error } => error,
+                bollard::errors::Error::DockerResponseServerError { status_code, message } => {
+                    format!("{message} (HTTP {status_code})")
+                }
+                e => e.to_string(),
+            })?;
+            if let Some(err) = info.error_detail.and_then(|d| d.message) {
+                return Err(err);
+            }
+            let Some(status) = info.status else { continue };
+            // bollard 0.19's PushImageInfo has neither `id` nor `aux`, so the engine's
+            // `{"aux":{"Tag","Digest","Size"}}` is dropped; the engine writes the same
+            // digest in its status line `<tag>: digest: sha256:<hex> size: <n>`.
+            if let Some(d) = push_status_digest(&status) {
+                digest = Some(d);
+            }
+            // A line per status change, and byte progress at most every 2 s.
+            let changed = status != last_status;
+            if !changed && last_line.elapsed() < std::time::Duration::from_secs(2) {
+                continue;
+            }
+            let line = match info.progress.filter(|p| !p.is_empty()) {
+                Some(p) => format!("push: {status} {p}"),
+                None => format!("push: {status}"),
+            };
+            on_line(&line);
+            last_status = status;
+            last_line = std::time::Instant::now();
+        }
+        Ok(digest)
+    }
+
+    /// Removes a tag (the image goes when it was its last reference).
+    pub async fn remove_image(&self, reference: &str) -> Result<(), EngineError> {
+        self.docker
+            .remove_image(reference, None::<bollard::query_parameters::RemoveImageOptions>, None)
+            .await
+            .map(drop)
+            .map_err(api)
+    }
+
     /// Tags `image` as `reference` (`repo:tag`).
     pub async fn tag(&self, image: &str, reference: &str) -> Result<(), EngineError> {
         let (repo, tag) = split_reference(reference);
@@ -223,6 +289,14 @@ pub fn split_reference(reference: &str) -> (String, String) {
         Some((repo, tag)) if !tag.contains('/') => (repo.to_owned(), tag.to_owned()),
         _ => (reference.to_owned(), "latest".to_owned()),
     }
+}
+
+/// The digest in the engine's final push status, `<tag>: digest: sha256:<hex> size: <n>`.
+pub fn push_status_digest(status: &str) -> Option<String> {
+    let rest = status.split_once("digest: ")?.1;
+    let digest = rest.split_whitespace().next()?;
+    let hex = digest.strip_prefix("sha256:")?;
+    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then(|| digest.to_owned())
 }
 
 /// Classifies a failed build step from its log: the exit codes the rendered steps use.
@@ -251,6 +325,14 @@ mod tests {
     fn references_split_like_docker() {
         assert_eq!(split_reference("playpen/browser:1"), ("playpen/browser".into(), "1".into()));
         assert_eq!(split_reference("reg:5000/playpen/browser"), ("reg:5000/playpen/browser".into(), "latest".into()));
+    }
+
+    #[test]
+    fn the_push_digest_is_read_from_the_engines_status_line() {
+        let d = "sha256:103344e6587b6449979a732678afc51bdff3a3381a8ca1e26c748d6093ed360b";
+        assert_eq!(push_status_digest(&format!("1: digest: {d} size: 528")), Some(d.to_owned()));
+        assert_eq!(push_status_digest("Pushed"), None);
+        assert_eq!(push_status_digest("1: digest: sha256:abc size: 1"), None);
     }
 
     #[test]

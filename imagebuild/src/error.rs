@@ -32,6 +32,9 @@ pub enum Error {
     /// Writing the OCI layout.
     #[error(transparent)]
     Oci(#[from] crate::oci_layout::OciError),
+    /// Pushing the verified tag.
+    #[error(transparent)]
+    Push(#[from] crate::push::PushError),
     /// Assembling the layer or the context.
     #[error("layer: {0}")]
     Layer(String),
@@ -57,6 +60,7 @@ impl Classify for Error {
             Error::Engine(e) => e.class(),
             Error::Verify(e) => e.class(),
             Error::Oci(e) => e.class(),
+            Error::Push(e) => e.class(),
             Error::Layer(_) => FailureClass::InvalidSpec,
             Error::Io { .. } => FailureClass::Io,
         }

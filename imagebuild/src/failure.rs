@@ -30,11 +30,15 @@ pub enum FailureClass {
     Engine,
     /// The finished image did not pass verification (launch, revision).
     VerificationFailed,
+    /// `--push`: the image registry refused or asked for credentials.
+    PushAuthRejected,
+    /// `--push`: the image registry could not be reached or refused the push for another reason.
+    PushFailed,
 }
 
 impl FailureClass {
     /// Every class, for documentation and exhaustive tests.
-    pub const ALL: [FailureClass; 11] = [
+    pub const ALL: [FailureClass; 13] = [
         FailureClass::InvalidSpec,
         FailureClass::Io,
         FailureClass::AuthRejected,
@@ -46,6 +50,8 @@ impl FailureClass {
         FailureClass::MissingHostDependencies,
         FailureClass::Engine,
         FailureClass::VerificationFailed,
+        FailureClass::PushAuthRejected,
+        FailureClass::PushFailed,
     ];
 
     /// The process exit code for this class.
@@ -62,6 +68,8 @@ impl FailureClass {
             FailureClass::MissingHostDependencies => 19,
             FailureClass::Engine => 20,
             FailureClass::VerificationFailed => 21,
+            FailureClass::PushAuthRejected => 22,
+            FailureClass::PushFailed => 23,
         }
     }
 
@@ -79,6 +87,8 @@ impl FailureClass {
             FailureClass::MissingHostDependencies => "MissingHostDependencies",
             FailureClass::Engine => "Engine",
             FailureClass::VerificationFailed => "VerificationFailed",
+            FailureClass::PushAuthRejected => "PushAuthRejected",
+            FailureClass::PushFailed => "PushFailed",
         }
     }
 
@@ -121,6 +131,16 @@ impl FailureClass {
             }
             FailureClass::VerificationFailed => {
                 "the image was built but Chromium did not launch as required; see the verification output above"
+            }
+            FailureClass::PushAuthRejected => {
+                "the image registry refused the push's credentials or needs some: export PLAYPEN_REGISTRY_USERNAME \
+                 and PLAYPEN_REGISTRY_PASSWORD (or PLAYPEN_REGISTRY_TOKEN) for the tag's registry host (never a \
+                 flag); the image is built and tagged locally, so re-running is quick"
+            }
+            FailureClass::PushFailed => {
+                "the image registry could not be reached or refused the push: check the registry host in the tag, \
+                 that Docker Engine can reach it (its proxy, DNS, TLS: /etc/docker/certs.d/<host>/ca.crt) and the \
+                 engine's message above; the image is built and tagged locally"
             }
         }
     }

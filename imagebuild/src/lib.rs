@@ -4,7 +4,8 @@
 //!
 //! Pure modules (no I/O): [`spec`], [`validate`], [`os_release`], [`packages`],
 //! [`dockerfile`], [`labels`], [`lock`], [`digest`], [`layer`], [`redact`].
-//! I/O at the edges: [`fetch`] (HTTPS, cache), [`resolve`] (lock), [`engine`] (Docker).
+//! I/O at the edges: [`fetch`] (HTTPS, cache), [`resolve`] (lock), [`engine`] (Docker),
+//! [`push`] (`--push` through the engine).
 
 pub mod build;
 pub mod digest;
@@ -20,6 +21,7 @@ pub mod lock;
 pub mod oci_layout;
 pub mod os_release;
 pub mod packages;
+pub mod push;
 pub mod redact;
 pub mod resolve;
 pub mod seccomp;

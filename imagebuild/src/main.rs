@@ -3,6 +3,7 @@
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use playpen_imagebuild::failure::Classify as _;
+use playpen_imagebuild::push::RegistryAuth;
 use playpen_imagebuild::{build, error::Error, fetch, lock::Lock, resolve, seccomp, spec, validate};
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,8 @@ struct Cli {
 
 const EXIT_CODES: &str = "Exit codes: 0 ok, 10 invalid spec or lock, 11 local file, 13 registry rejected auth, \
 14 registry unreachable, 15 package or version absent, 16 browser download blocked, 17 digest mismatch, \
-18 unknown OS family, 19 missing host dependencies, 20 Docker Engine, 21 verification failed.";
+18 unknown OS family, 19 missing host dependencies, 20 Docker Engine, 21 verification failed, \
+22 push: the image registry refused or needs credentials, 23 push: the image registry unreachable or refused the push.";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -57,6 +59,12 @@ enum Command {
         /// Also write the image as an OCI image layout (index.json, blobs/sha256/…) in this directory.
         #[arg(long)]
         oci_layout: Option<PathBuf>,
+        /// Push the verified tag through Docker Engine. Credentials come from the environment only:
+        /// PLAYPEN_REGISTRY_USERNAME + PLAYPEN_REGISTRY_PASSWORD, or PLAYPEN_REGISTRY_TOKEN; sent only
+        /// for the tag's registry host (and only when it is PLAYPEN_REGISTRY_HOST, if set).
+        /// Only a verified image is pushed: not with --skip-verify.
+        #[arg(long, conflicts_with = "skip_verify")]
+        push: bool,
     },
     /// Print (or write) the spec's JSON Schema.
     Schema {
@@ -144,7 +152,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
             tracing::info!(lock = %path.display(), digest = %build::lock_digest(&resolved), "lock written");
             Ok(())
         }
-        Command::Build { lock, tag, out_dir, cache_dir, skip_verify, oci_layout, no_cache } => {
+        Command::Build { lock, tag, out_dir, cache_dir, skip_verify, oci_layout, no_cache, push } => {
+            // Read the push credentials first: a contradiction fails before anything is built.
+            let push = if push { Some(RegistryAuth::from_env().map_err(Error::from)?) } else { None };
             let lock = Lock::read(&lock).map_err(Error::from)?;
             validate::validate(&lock.spec).map_err(Error::from)?;
             let f = fetcher(&lock.spec, cache_dir)?;
@@ -158,12 +168,14 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 source_date_epoch: playpen_imagebuild::layer::source_date_epoch(),
                 oci_layout,
                 no_cache,
+                push,
             };
             let report = if std::io::stderr().is_terminal() {
                 let bar = indicatif::ProgressBar::new_spinner();
                 bar.enable_steady_tick(std::time::Duration::from_millis(120));
                 let report = build::build(&lock, &artifacts, &engine, &opts, |line| {
-                    if line.starts_with("Step ") || line.starts_with("verify: step") || line.starts_with("base ") {
+                    let milestone = ["Step ", "verify: step", "base ", "push: "].iter().any(|p| line.starts_with(p));
+                    if milestone && !line.starts_with("push: Pushing") {
                         bar.println(line);
                     }
                     bar.set_message(line.chars().take(100).collect::<String>());

@@ -52,3 +52,22 @@ fn a_missing_spec_is_an_io_failure_and_a_lock_from_elsewhere_is_refused() {
     assert_eq!(code, 10, "{err}");
     assert!(err.contains("re-run `playpen-imagebuild lock`"), "{err}");
 }
+
+#[test]
+fn push_credentials_that_contradict_each_other_fail_before_anything_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("never-read.lock.json");
+    let args = ["build", "--lock", lock.to_str().unwrap(), "--tag", "127.0.0.1:1/x:y", "--push"];
+    let (code, err) = run_bin(
+        &args,
+        &[("PLAYPEN_REGISTRY_USERNAME", "someone"), ("PLAYPEN_REGISTRY_PASSWORD", ""), ("PLAYPEN_REGISTRY_TOKEN", "")],
+    );
+    assert_eq!(code, 22, "{err}");
+    assert!(err.contains("PLAYPEN_REGISTRY_USERNAME is set but PLAYPEN_REGISTRY_PASSWORD is not"), "{err}");
+    assert!(err.contains("failure: PushAuthRejected (exit 22)"), "{err}");
+    let (code, err) = run_bin(&[&args[..], &["--skip-verify"]].concat(), &[]);
+    assert_eq!(code, 2, "only a verified image is pushed: {err}");
+    assert!(err.contains("--skip-verify"), "{err}");
+    let help = stdout_of(&["build", "--help"]);
+    assert!(help.contains("--push") && help.contains("PLAYPEN_REGISTRY_PASSWORD"), "{help}");
+}

@@ -82,6 +82,7 @@ async fn debian_image_builds_verifies_rebuilds_identically_and_keeps_the_sandbox
         source_date_epoch: 1_700_000_000,
         oci_layout: None,
         no_cache: false,
+        push: None,
     };
     let artifacts = build::fetch_artifacts(&fetcher, &lock).await.unwrap();
     let started = Instant::now();
@@ -228,6 +229,7 @@ async fn playwright_source_tries_with_deps_then_without_and_classifies_a_blocked
         source_date_epoch: 0,
         oci_layout: None,
         no_cache: false,
+        push: None,
     };
     let mut log = Vec::new();
     let result = build::build(&lock, &artifacts, &engine, &opts, |l| log.push(l.to_owned())).await;
