@@ -6,8 +6,9 @@
 # runc and CNI plugins from Debian), helm (the same way), the real
 # playwright-cli with Debian's Chromium, Docker Engine, a local OCI registry
 # (distribution, built from the Go module proxy), and the images
-# playpen-imagebuild builds. Installs what it needs; stops the cluster when
-# done (dockerd is left running for the next run).
+# playpen-imagebuild builds. Installs what it needs; stops and purges the
+# cluster when done, so no test object outlives the run (dockerd is left
+# running, and the node's image store stays cached, for the next run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,7 +26,7 @@ log "building tests"
 cargo test --workspace --locked --no-run
 
 log "starting a fresh single-node cluster (state left by a demo or an earlier run is purged)"
-trap 'tests/cluster/stop.sh >/dev/null 2>&1 || true; tests/imagebuild/registry.sh --stop >/dev/null 2>&1 || true' EXIT
+trap 'tests/cluster/stop.sh --purge >/dev/null 2>&1 || true; tests/imagebuild/registry.sh --stop >/dev/null 2>&1 || true' EXIT
 tests/cluster/stop.sh --purge >/dev/null
 KUBECONFIG="$(tests/cluster/start-node.sh | tail -n 1)"
 export KUBECONFIG

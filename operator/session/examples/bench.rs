@@ -108,7 +108,7 @@ fn main() {
             let listener = relay::bind_pinned(0).unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             let (_up_tx, up_rx) = tokio::sync::watch::channel(Some(upstream));
-            relay::serve(listener, up_rx, Duration::from_secs(1)).await;
+            relay::serve(listener, up_rx, Duration::from_secs(1), Default::default()).await;
         });
     });
     let pinned = rx.recv().unwrap();

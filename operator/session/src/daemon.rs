@@ -4,6 +4,13 @@
 //! child, so its exit is seen and it is restarted. A start counts only once
 //! the daemon prints `Daemon listening on`; a start that fails or times out
 //! is torn down (its whole process group), never recorded as running.
+//!
+//! The daemon's own idle close is always off (`--idle-timeout=0`): a daemon
+//! that closed itself for idleness exits 0, and so does one whose browser was
+//! killed (measured on 0.1.22), so its exit status cannot say which happened.
+//! The runtime keeps the idle clock itself ([`crate::idle`]) and ends the
+//! session through the CLI's `close`; every daemon exit it did not ask for is
+//! a crash, restarted and recorded for the probe.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -37,12 +44,12 @@ pub enum DaemonState {
     Stopped,
 }
 
-/// The daemon's argv after the interpreter: entry script, session and the
-/// idle timeout. Without one configured, `0` turns the CLI's own one-hour
-/// idle close off (it would silently reset the session).
-pub fn daemon_args(entry: &str, session: &str, idle: Option<Duration>) -> Vec<String> {
-    let idle_ms = idle.map_or(0, |d| d.as_millis());
-    vec![entry.to_owned(), session.to_owned(), format!("--idle-timeout={idle_ms}")]
+/// The daemon's argv after the interpreter: entry script, session and
+/// `--idle-timeout=0`, which turns the CLI's own idle close off (by default
+/// it closes after an hour, which would silently reset the session; the
+/// runtime keeps the session's idle timeout itself).
+pub fn daemon_args(entry: &str, session: &str) -> Vec<String> {
+    vec![entry.to_owned(), session.to_owned(), "--idle-timeout=0".to_owned()]
 }
 
 /// Classifies a failed start from the daemon's output. Playwright reports
@@ -69,10 +76,6 @@ pub struct DaemonPlan {
     pub user_data_dir: Option<PathBuf>,
     /// Auth state loaded after each start.
     pub auth: Option<AuthLoad>,
-    /// With an idle timeout, a daemon that exits 0 closed its browser on
-    /// purpose (idle, or an agent's `close`): the session ends instead of
-    /// restarting.
-    pub end_on_clean_exit: bool,
     /// Where unexpected exits are recorded for the readiness probe ([`crate::restarts`]).
     pub restart_record: Option<PathBuf>,
 }
@@ -190,19 +193,12 @@ pub async fn supervise(
                 let status = child.wait().await;
                 managed.remove(pid);
                 tracing::warn!(pid, ?status, "daemon exited");
-                let ended = plan.end_on_clean_exit && status.as_ref().is_ok_and(std::process::ExitStatus::success);
                 // Its browser runs in a process group of its own and is adopted by us when the
                 // daemon dies: let it go (it exits when its pipe closes), then kill what is left,
                 // so that a restart never leaves two browsers on one profile.
                 signal_group(pid, nix::sys::signal::Signal::SIGKILL);
                 kill_orphans(&managed, Duration::from_secs(5)).await;
                 let _ = exited.send(pid);
-                if ended {
-                    tracing::info!(
-                        "the daemon closed its browser on purpose (idle timeout or close): ending the session"
-                    );
-                    break;
-                }
                 if let (Some(dir), false) = (&plan.restart_record, *stop.borrow()) {
                     let exit = status.as_ref().map_or_else(|e| e.to_string(), ToString::to_string);
                     let now =
@@ -242,10 +238,9 @@ mod tests {
     #[test]
     fn args_mirror_the_cli_and_turn_its_idle_close_off() {
         assert_eq!(
-            daemon_args("/c/lib/entry/cliDaemon.js", "demo", None),
+            daemon_args("/c/lib/entry/cliDaemon.js", "demo"),
             ["/c/lib/entry/cliDaemon.js", "demo", "--idle-timeout=0"]
         );
-        assert_eq!(daemon_args("e.js", "demo", Some(Duration::from_secs(900)))[2], "--idle-timeout=900000");
     }
 
     #[test]
@@ -269,7 +264,6 @@ mod tests {
             start_timeout: Duration::from_secs(5),
             user_data_dir: None,
             auth: None,
-            end_on_clean_exit: false,
             restart_record: None,
         }
     }
@@ -323,24 +317,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn with_an_idle_timeout_a_clean_exit_ends_the_session_and_a_crash_does_not() {
-        let (state, states) = watch::channel(DaemonState::Starting);
-        let (_stop_tx, stop) = watch::channel(false);
+    async fn a_clean_exit_the_runtime_did_not_ask_for_is_restarted_and_recorded() {
+        // A daemon whose browser was killed exits 0 (measured): that is a crash too.
+        let dir = tempfile::tempdir().unwrap();
+        let (state, _states) = watch::channel(DaemonState::Starting);
+        let (stop_tx, stop) = watch::channel(false);
         let (exited, mut exits) = mpsc::unbounded_channel();
-        // First run crashes (restarted), second exits 0 (ends).
-        let marker = tempfile::NamedTempFile::new().unwrap().into_temp_path();
-        let script = format!(
-            "echo 'Daemon listening on /x.sock'; sleep 0.1; if [ -e {m} ]; then rm {m}; exit 1; fi; exit 0",
-            m = marker.display()
-        );
-        let plan = DaemonPlan { end_on_clean_exit: true, ..plan(sh(&script)) };
-        let outcome =
-            tokio::time::timeout(Duration::from_secs(10), supervise(plan, Managed::default(), state, stop, exited))
-                .await
-                .unwrap();
-        outcome.unwrap();
-        assert!(exits.recv().await.is_some() && exits.recv().await.is_some(), "two runs");
-        assert_eq!(*states.borrow(), DaemonState::Stopped);
+        let spec = sh("echo 'Daemon listening on /x.sock'; sleep 0.1; exit 0");
+        let plan = DaemonPlan { restart_record: Some(dir.path().to_owned()), ..plan(spec) };
+        let task = tokio::spawn(supervise(plan, Managed::default(), state, stop, exited));
+        let first = exits.recv().await.unwrap();
+        let second = exits.recv().await.unwrap();
+        assert_ne!(first, second, "restarted after a clean exit");
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap().unwrap();
+        let record = crate::restarts::read(dir.path());
+        assert!(record.count >= 2, "{record:?}");
+        assert_eq!(record.last_exit, "exit status: 0");
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ pub mod dashboard;
 pub mod error;
 pub mod fastpath;
 pub mod hooks;
+pub mod idle;
 pub mod namespace;
 pub mod output;
 pub mod probe;

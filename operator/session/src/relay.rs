@@ -6,6 +6,8 @@
 //! for it and is then closed cleanly, never left hanging.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -45,17 +47,41 @@ pub async fn answers_http(addr: SocketAddr, timeout: Duration) -> bool {
     matches!(tokio::time::timeout(timeout, attempt).await, Ok(Some(true)))
 }
 
+/// Counts a viewer connection while it is open: a human watching or driving
+/// through the viewer is use of the session (the idle timeout waits for it).
+struct OpenConnection(Arc<AtomicUsize>);
+
+impl OpenConnection {
+    fn new(open: Arc<AtomicUsize>) -> Self {
+        open.fetch_add(1, Ordering::Relaxed);
+        Self(open)
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Accepts on the pinned listener forever, relaying each connection to the
 /// current upstream (waiting at most `wait` for one to exist).
-pub async fn serve(listener: TcpListener, upstream: watch::Receiver<Option<SocketAddr>>, wait: Duration) {
+pub async fn serve(
+    listener: TcpListener,
+    upstream: watch::Receiver<Option<SocketAddr>>,
+    wait: Duration,
+    open: Arc<AtomicUsize>,
+) {
     loop {
         match listener.accept().await {
             Ok((conn, peer)) => {
                 let upstream = upstream.clone();
+                let counted = OpenConnection::new(open.clone());
                 tokio::spawn(async move {
                     if let Err(why) = relay_one(conn, upstream, wait).await {
                         tracing::debug!(%peer, %why, "viewer connection closed");
                     }
+                    drop(counted);
                 });
             }
             Err(err) => {
@@ -130,7 +156,8 @@ mod tests {
         let pinned = listener.local_addr().unwrap();
         assert_eq!(pinned.ip(), Ipv4Addr::LOCALHOST);
         let (tx, rx) = watch::channel(None);
-        tokio::spawn(serve(listener, rx, Duration::from_secs(5)));
+        let open = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(serve(listener, rx, Duration::from_secs(5), open.clone()));
         let mut client = TcpStream::connect(pinned).await.unwrap();
         client.write_all(b"hello").await.unwrap();
         // The upstream appears after the client connected (a restart in progress).
@@ -139,6 +166,15 @@ mod tests {
         let mut buf = [0u8; 5];
         tokio::time::timeout(Duration::from_secs(5), client.read_exact(&mut buf)).await.unwrap().unwrap();
         assert_eq!(&buf, b"hello");
+        assert_eq!(open.load(Ordering::Relaxed), 1, "an open viewer connection is counted (idle timeout)");
+        drop(client);
+        for _ in 0..50 {
+            if open.load(Ordering::Relaxed) == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(open.load(Ordering::Relaxed), 0, "and uncounted once closed");
     }
 
     #[tokio::test]
@@ -146,7 +182,7 @@ mod tests {
         let listener = bind_pinned(0).unwrap();
         let pinned = listener.local_addr().unwrap();
         let (_tx, rx) = watch::channel(None);
-        tokio::spawn(serve(listener, rx, Duration::from_millis(300)));
+        tokio::spawn(serve(listener, rx, Duration::from_millis(300), Arc::default()));
         let mut client = TcpStream::connect(pinned).await.unwrap();
         let mut buf = [0u8; 1];
         let read = tokio::time::timeout(Duration::from_secs(5), client.read(&mut buf)).await;

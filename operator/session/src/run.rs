@@ -4,6 +4,8 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use playpen_api::runtime_config::RuntimeConfig;
@@ -19,7 +21,7 @@ use crate::reaper::{self, Managed};
 use crate::report::Reporter;
 use crate::retention::{self, Policy};
 use crate::supervisor::ChildSpec;
-use crate::{dashboard, namespace, profile, relay, shutdown};
+use crate::{dashboard, idle, namespace, probe, profile, relay, shutdown};
 
 /// How long a daemon or dashboard start may take before it is torn down.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -118,19 +120,16 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         cwd: prepared.home.clone(),
     };
     let entry = prepared.install.daemon_entry().display().to_string();
-    let idle =
-        config.idle_timeout_seconds.and_then(|s| u64::try_from(s).ok()).filter(|s| *s > 0).map(Duration::from_secs);
     let auth = config.auth_state_file.as_ref().map(|source| {
         let copy = profile::auth_copy_path(Path::new(&config.sockets_dir));
         let command = spec("state-load", &prepared.launcher, profile::state_load_args(&config.session_name, &copy));
         AuthLoad { source: source.into(), copy, command }
     });
     let plan = DaemonPlan {
-        spec: spec("daemon", &prepared.node, daemon_args(&entry, &config.session_name, idle)),
+        spec: spec("daemon", &prepared.node, daemon_args(&entry, &config.session_name)),
         start_timeout: START_TIMEOUT,
         user_data_dir: prepared.user_data_dir.clone(),
         auth,
-        end_on_clean_exit: idle.is_some(),
         restart_record: crate::restarts::record_dir(&config.sockets_dir),
     };
     let close_spec = spec("close", &prepared.launcher, shutdown::close_args(&config.session_name));
@@ -143,9 +142,11 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     let mut daemon_task =
         tokio::spawn(crate::daemon::supervise(plan, managed.clone(), state_tx, stop_rx.clone(), exited_tx));
     let mut dashboard_task = None;
+    // Open viewer connections: someone watching or driving counts as use.
+    let viewers = Arc::new(AtomicUsize::new(0));
     if let Some(listener) = listener {
         let (upstream_tx, upstream_rx) = watch::channel::<Option<SocketAddr>>(None);
-        tokio::spawn(relay::serve(listener, upstream_rx, RELAY_WAIT));
+        tokio::spawn(relay::serve(listener, upstream_rx, RELAY_WAIT, viewers.clone()));
         let dashboard_entry = prepared.install.core.join(dashboard::DASHBOARD_ENTRY).display().to_string();
         let show = spec("dashboard", &prepared.node, dashboard::dashboard_args(&dashboard_entry, &config.session_name));
         dashboard_task = Some(tokio::spawn(dashboard::supervise(
@@ -157,6 +158,7 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         )));
     }
     tokio::spawn(retain(opts.config.clone().into(), config.clone(), opts.clone()));
+    let idle = idle_reached(config, opts, state_rx.clone(), viewers);
 
     let lifetime = lifetime_reached(opts.config.clone().into(), config.max_lifetime_seconds, opts.retention_interval());
     let fatal = tokio::select! {
@@ -168,6 +170,10 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         _ = sigterm.recv() => { tracing::info!("SIGTERM: closing the session"); None }
         _ = sigint.recv() => { tracing::info!("SIGINT: closing the session"); None }
         () = lifetime => { tracing::info!("maximum lifetime reached: closing the session"); None }
+        timeout = idle => {
+            tracing::info!(?timeout, "idle timeout: no client used the session for that long; the session ended, closing it");
+            None
+        }
     };
     shutdown::graceful(&close_spec, opts.grace(), &managed, &stop_tx, state_rx).await;
     if let Some(task) = dashboard_task {
@@ -176,6 +182,57 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     match fatal {
         Some(fatal) => Err(fatal),
         None => Ok(()),
+    }
+}
+
+/// Resolves once no client has used the session for `idleTimeoutSeconds`
+/// (re-read from `runtime.json` every retention interval); never when the
+/// use of the session cannot be watched.
+fn idle_reached(
+    config: &RuntimeConfig,
+    opts: &Options,
+    mut daemon: watch::Receiver<DaemonState>,
+    viewers: Arc<AtomicUsize>,
+) -> impl std::future::Future<Output = Duration> {
+    let (uses_tx, uses_rx) = watch::channel(tokio::time::Instant::now());
+    let watching = match idle::watch_uses(Path::new(&config.daemon_session_dir), &config.session_name, uses_tx.clone())
+    {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::error!(%err, dir = %config.daemon_session_dir, "cannot watch the session directory: the idle timeout is not enforced");
+            false
+        }
+    };
+    // A (re)started daemon counts as use: the clock runs from when the browser is there.
+    tokio::spawn(async move {
+        while daemon.changed().await.is_ok() {
+            if matches!(*daemon.borrow_and_update(), DaemonState::Running { .. }) {
+                let _ = uses_tx.send(tokio::time::Instant::now());
+            }
+        }
+    });
+    let config_path = PathBuf::from(&opts.config);
+    let sockets_dir = PathBuf::from(&config.sockets_dir);
+    let session = config.session_name.clone();
+    let reload = move || match load(&config_path) {
+        Ok(fresh) => Some(idle::timeout_of(fresh.idle_timeout_seconds)),
+        Err(err) => {
+            tracing::warn!(%err, "keeping the previous idle timeout");
+            None
+        }
+    };
+    let busy = move || {
+        let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+        viewers.load(Ordering::Relaxed) > 0
+            || idle::in_flight(&table, &probe::daemon_sockets(&sockets_dir, &session)) > 0
+    };
+    let timeout = idle::timeout_of(config.idle_timeout_seconds);
+    let every = opts.retention_interval();
+    async move {
+        if !watching {
+            return std::future::pending().await;
+        }
+        idle::idle_reached(timeout, every, reload, busy, uses_rx).await
     }
 }
 

@@ -10,10 +10,6 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use support::*;
 
-fn sigkill(pid: u32) {
-    kill(Pid::from_raw(pid as i32), Signal::SIGKILL).expect("SIGKILL");
-}
-
 /// The `[Snapshot](path)` of a CLI answer, resolved against the CLI's cwd.
 fn snapshot_path(session: &Session, stdout: &str) -> std::path::PathBuf {
     let start =
@@ -27,33 +23,12 @@ fn snapshot_path(session: &Session, stdout: &str) -> std::path::PathBuf {
     }
 }
 
-fn daemon_pid(session: &Session) -> Option<u32> {
-    let me = session.runtime_pid();
-    all_processes()
-        .into_iter()
-        .find(|p| p.ppid == me && p.cmdline.contains("cliDaemon.js") && p.state != 'Z')
-        .map(|p| p.pid)
-}
-
 fn dashboard_pid(session: &Session) -> Option<u32> {
     let me = session.runtime_pid();
     all_processes()
         .into_iter()
         .find(|p| p.ppid == me && p.cmdline.contains("dashboardApp.js") && p.state != 'Z')
         .map(|p| p.pid)
-}
-
-/// Browser main processes (not renderers, zygotes or helpers) of this session.
-fn browsers(session: &Session) -> usize {
-    session
-        .processes()
-        .iter()
-        .filter(|p| {
-            p.cmdline.contains("chromium")
-                && p.cmdline.contains("--remote-debugging-pipe")
-                && !p.cmdline.contains("--type=")
-        })
-        .count()
 }
 
 /// Nothing the runtime or its children listen on is a wildcard address.
@@ -146,13 +121,13 @@ fn a_session_serves_agents_and_viewers_survives_crashes_and_closes_on_sigterm() 
     assert_loopback_only(&session);
 
     // Kill the daemon: restarted in the same namespace, commands work, one browser.
-    let first = daemon_pid(&session).expect("a daemon child");
+    let first = session.daemon_pid().expect("a daemon child");
     sigkill(first);
-    wait_until("a new daemon", Duration::from_secs(30), || daemon_pid(&session).is_some_and(|p| p != first));
+    wait_until("a new daemon", Duration::from_secs(30), || session.daemon_pid().is_some_and(|p| p != first));
     session.wait_ready(Duration::from_secs(60));
     let out = session.cli_ok(&["goto", &fixture.url("/next.html")]);
     assert!(out.contains("Page Title: Next page"), "{out}");
-    wait_until("exactly one browser", Duration::from_secs(10), || browsers(&session) == 1);
+    wait_until("exactly one browser", Duration::from_secs(10), || session.browser_pids().len() == 1);
     let runtime = session.runtime_pid();
     wait_until("no zombie left under the runtime", Duration::from_secs(5), || {
         !all_processes().iter().any(|p| p.ppid == runtime && p.state == 'Z')
@@ -306,41 +281,11 @@ fn auth_state_is_loaded_from_an_owner_only_copy_and_stale_profile_locks_are_clea
 }
 
 #[test]
-fn an_idle_session_ends_with_exit_0_after_its_idle_timeout() {
-    let fixture = Fixture::start();
-    let mut session = Session::new("idle", None);
-    let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(session.path("runtime.json")).unwrap()).unwrap();
-    config["idleTimeoutSeconds"] = 3.into();
-    std::fs::write(session.path("runtime.json"), config.to_string()).unwrap();
-    session.start();
-    session.wait_ready(Duration::from_secs(60));
-    // The CLI's idle timer runs from when a command arrives, not from when it completes.
-    let last_command = Instant::now();
-    session.cli_ok(&["goto", &fixture.url("/")]);
-    let child = session.child.as_mut().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "still running 30 s after the last command:\n{}", session.log());
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let idle_for = last_command.elapsed();
-    session.child = None;
-    assert_eq!(status.code(), Some(0), "{}", session.log());
-    assert!(idle_for >= Duration::from_secs(3), "ended after only {idle_for:?}");
-    assert!(session.log().contains("ending the session"), "{}", session.log());
-    assert!(session.processes().is_empty(), "{:#?}", session.processes());
-}
-
-#[test]
 fn children_die_with_a_killed_runtime() {
     let mut session = Session::new("orphaned", Some(free_port()));
     session.start();
     session.wait_ready(Duration::from_secs(60));
-    assert!(browsers(&session) == 1, "{:#?}", session.processes());
+    assert!(session.browser_pids().len() == 1, "{:#?}", session.processes());
     let mut runtime = session.child.take().unwrap();
     runtime.kill().unwrap();
     runtime.wait().unwrap();
@@ -391,20 +336,8 @@ fn a_maximum_lifetime_lowered_while_running_ends_the_session_with_exit_0() {
     let mut session = Session::new("lifetime", None);
     session.start();
     session.wait_ready(Duration::from_secs(60));
-    let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(session.path("runtime.json")).unwrap()).unwrap();
-    config["maxLifetimeSeconds"] = 1.into();
-    std::fs::write(session.path("runtime.json"), config.to_string()).unwrap();
-    let child = session.child.as_mut().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "still running:\n{}", session.log());
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    session.child = None;
+    session.set_runtime_field("maxLifetimeSeconds", 1.into());
+    let status = session.wait_exit(Duration::from_secs(20));
     assert_eq!(status.code(), Some(0), "{}", session.log());
     assert!(session.log().contains("maximum lifetime reached"), "{}", session.log());
     assert!(session.log().contains("Browser 'lifetime' closed"), "closed through the CLI:\n{}", session.log());

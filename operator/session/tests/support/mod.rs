@@ -360,6 +360,54 @@ impl Session {
         }
     }
 
+    /// Sets one field of runtime.json (`null` removes it from effect), as a ConfigMap update does.
+    pub fn set_runtime_field(&self, key: &str, value: serde_json::Value) {
+        let path = self.path("runtime.json");
+        let mut config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        config[key] = value;
+        // Written whole, then renamed: the runtime never reads half a file.
+        let tmp = self.path("runtime.json.tmp");
+        std::fs::write(&tmp, config.to_string()).unwrap();
+        std::fs::rename(tmp, path).unwrap();
+    }
+
+    /// Waits for the runtime to exit on its own; panics with its log after `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let child = self.child.as_mut().unwrap();
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "still running after {timeout:?}:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        self.child = None;
+        status
+    }
+
+    /// The daemon the runtime runs now.
+    pub fn daemon_pid(&self) -> Option<u32> {
+        let me = self.runtime_pid();
+        all_processes()
+            .into_iter()
+            .find(|p| p.ppid == me && p.cmdline.contains("cliDaemon.js") && p.state != 'Z')
+            .map(|p| p.pid)
+    }
+
+    /// Browser main processes (not renderers, zygotes or helpers) of this session.
+    pub fn browser_pids(&self) -> Vec<u32> {
+        self.processes()
+            .iter()
+            .filter(|p| {
+                p.cmdline.contains("chromium")
+                    && p.cmdline.contains("--remote-debugging-pipe")
+                    && !p.cmdline.contains("--type=")
+            })
+            .map(|p| p.pid)
+            .collect()
+    }
+
     /// Every live process whose environment mentions this session's data home.
     /// Chromium rewrites its title over argv and environ, so descendants of
     /// the runtime count too, as do processes naming the data home in argv.
@@ -414,6 +462,10 @@ pub struct Proc {
     pub state: char,
     pub cmdline: String,
     pub environ: String,
+}
+
+pub fn sigkill(pid: u32) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).expect("SIGKILL");
 }
 
 pub fn all_processes() -> Vec<Proc> {
