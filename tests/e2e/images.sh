@@ -2,7 +2,8 @@
 # Builds the two images the node runs and imports them into its containerd:
 #   playpen/operator:dev  operator/controller/Dockerfile around the workspace's playpen-operator
 #   playpen/browser:dev   playpen-imagebuild lock + build of tests/e2e/browser-image.yaml,
-#                         carrying the workspace's playpen-session
+#                         carrying the workspace's playpen-session, imported from the
+#                         OCI image layout the builder writes (--oci-layout)
 # plus playpen/base:bookworm (the seccomp-profile installer runs on it).
 #
 #   tests/e2e/images.sh [--release]
@@ -38,7 +39,12 @@ log "browser image playpen/browser:dev (playpen-imagebuild)"
 sed "s#@SESSION_RUNTIME@#${target}/${profile}/playpen-session#" tests/e2e/browser-image.yaml >"${out}/browser-image.yaml"
 imagebuild="${target}/${profile}/playpen-imagebuild"
 "$imagebuild" lock --spec "${out}/browser-image.yaml" --lock "${out}/browser-image.lock.json" >&2
-"$imagebuild" build --lock "${out}/browser-image.lock.json" --tag playpen/browser:dev --out-dir "${out}/browser-image" >&2
+rm -rf "${out}/browser-oci"
+"$imagebuild" build --lock "${out}/browser-image.lock.json" --tag playpen/browser:dev --out-dir "${out}/browser-image" \
+  --oci-layout "${out}/browser-oci" >&2
 
-tests/cluster/load-image.sh playpen/operator:dev playpen/browser:dev playpen/base:bookworm >&2
+# The browser image reaches the node through the OCI layout the builder wrote
+# (so containerd proves that layout runnable); the others through docker save.
+tests/cluster/load-image.sh --oci-layout "${out}/browser-oci" >&2
+tests/cluster/load-image.sh playpen/operator:dev playpen/base:bookworm >&2
 log "images ready"
