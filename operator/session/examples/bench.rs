@@ -4,7 +4,9 @@
 //! * relay: throughput of 256 MiB uploads (median of 5 alternating rounds) and p50/p99 round trip of 1-byte
 //!   ping-pongs, direct and through the relay, in the same run. The relay
 //!   runs on its own single-threaded runtime, as in `playpen-session run`.
-//!   Targets: ≥ 90 % of direct throughput, < 100 µs added at p50.
+//!   Targets: ≥ 90 % of direct throughput, < 100 µs added at p50. A second
+//!   baseline, when `socat` is on PATH: the same relay hop through socat
+//!   (the usual userspace TCP relay), in the same alternating rounds.
 //! * retention: one pass over 100,000 files (target < 1 s).
 
 #![allow(clippy::unwrap_used)]
@@ -29,7 +31,10 @@ async fn upstream() -> SocketAddr {
             s.set_nodelay(true).unwrap();
             tokio::spawn(async move {
                 let mut mode = [0u8; 1];
-                s.read_exact(&mut mode).await.unwrap();
+                // A bare connect (the socat readiness check) sends nothing.
+                if s.read_exact(&mut mode).await.is_err() {
+                    return;
+                }
                 let mut buf = vec![0u8; 256 << 10];
                 if mode[0] == b'U' {
                     while s.read(&mut buf).await.unwrap() > 0 {}
@@ -97,6 +102,34 @@ fn retention_bench() {
     println!("retention: pass over 100000 files deleting {deleted}: {:?}", t.elapsed());
 }
 
+/// `socat` relaying a loopback port to `upstream`, if socat is installed; killed on drop.
+fn socat_relay(upstream: SocketAddr) -> Option<(SocketAddr, KillOnDrop)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let child = std::process::Command::new("socat")
+        .arg(format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork"))
+        .arg(format!("TCP:{upstream}"))
+        .spawn()
+        .ok()?;
+    let child = KillOnDrop(child);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return Some((addr, child));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn main() {
     let clients = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let upstream = clients.block_on(upstream());
@@ -112,21 +145,35 @@ fn main() {
         });
     });
     let pinned = rx.recv().unwrap();
+    let socat = socat_relay(upstream);
     clients.block_on(async {
         upload(upstream).await; // warm-up
         // Alternating rounds; the median of each side (loopback throughput is noisy on a small VM).
-        let (mut direct, mut relayed) = (vec![], vec![]);
+        let (mut direct, mut relayed, mut via_socat) = (vec![], vec![], vec![]);
         for _ in 0..5 {
             direct.push(upload(upstream).await);
             relayed.push(upload(pinned).await);
+            if let Some((addr, _)) = &socat {
+                via_socat.push(upload(*addr).await);
+            }
         }
-        direct.sort_by(f64::total_cmp);
-        relayed.sort_by(f64::total_cmp);
-        let (direct, relayed) = (direct[2], relayed[2]);
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
+        };
+        let (direct, relayed) = (median(direct).unwrap(), median(relayed).unwrap());
         println!(
             "relay: throughput (median of 5) direct {direct:.0} MiB/s, relayed {relayed:.0} MiB/s = {:.0} % (target >= 90 %)",
             relayed / direct * 100.0
         );
+        match median(via_socat) {
+            Some(s) => println!(
+                "relay: through socat {s:.0} MiB/s = {:.0} % of direct; the relay moves {:.2}x socat's bytes/s",
+                s / direct * 100.0,
+                relayed / s
+            ),
+            None => println!("relay: socat not on PATH, no second baseline (apt-get install socat)"),
+        }
         let (d50, d99) = pings(upstream).await;
         let (r50, r99) = pings(pinned).await;
         println!(
