@@ -47,12 +47,21 @@ pub fn os_packages(lock: &Lock, family: OsFamily) -> Vec<String> {
     pkgs
 }
 
+/// dpkg filters for the packages the builder installs on apt bases: no
+/// manuals, info pages or message translations (a headless browser shows
+/// none), documentation reduced to the copyright files licences require.
+/// Chromium's own UI locales live in /usr/lib/chromium and stay.
+const DPKG_SLIM: &str = "'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' \
+     'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/info/*' 'path-exclude=/usr/share/locale/*' \
+     'path-include=/usr/share/locale/locale.alias'";
+
 /// One shell command that installs `pkgs` with the family's package manager and cleans its caches.
 pub fn install_packages_command(family: OsFamily, pkgs: &[String]) -> String {
     let list = pkgs.join(" ");
     match family {
         OsFamily::Apt => format!(
-            "apt-get update && apt-get install -y --no-install-recommends {list} && apt-get clean && rm -rf /var/lib/apt/lists/*"
+            "printf '%s\\n' {DPKG_SLIM} > /etc/dpkg/dpkg.cfg.d/playpen-slim && \
+             apt-get update && apt-get install -y --no-install-recommends {list} && apt-get clean && rm -rf /var/lib/apt/lists/*"
         ),
         OsFamily::Dnf => format!(
             "if command -v dnf >/dev/null; then pm=dnf; elif command -v microdnf >/dev/null; then pm=microdnf; else pm=yum; fi; \
@@ -196,6 +205,10 @@ mod tests {
             let d = render_for(os, distribution());
             let runs = run_lines(&d);
             assert!(runs[0].contains("apt-get install -y --no-install-recommends chromium fonts-liberation"), "{d}");
+            // Slimmed before the install, licences kept.
+            assert!(runs[0].starts_with("RUN printf '%s\\n' 'path-exclude=/usr/share/doc/*'"), "{d}");
+            assert!(runs[0].contains("'path-include=/usr/share/doc/*/copyright'"), "{d}");
+            assert!(runs[0].find("playpen-slim").unwrap() < runs[0].find("apt-get install").unwrap());
             assert!(!d.contains("dnf") && !d.contains("zypper") && !d.contains("install-browser"), "{d}");
             assert!(d.contains("ARG DEBIAN_FRONTEND=noninteractive"));
         }
