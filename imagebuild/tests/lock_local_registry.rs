@@ -237,3 +237,24 @@ fn build_refuses_a_download_that_differs_from_the_lock() {
     assert_eq!(code, 20, "{err}");
     assert!(err.contains("Docker Engine is not reachable") && err.contains("setup.sh"), "{err}");
 }
+
+#[tokio::test]
+async fn a_musl_base_locks_the_musl_tarball_of_the_same_release() {
+    let s = Server::start();
+    let glibc = serve_node_dist(&s, "22.12.0");
+    // An unofficial-builds-style musl tarball beside it, listed in the same SHASUMS256.txt.
+    let dir = "node-v22.12.0-linux-x64-musl";
+    let musl = tgz(&[(&format!("{dir}/bin/node"), b"#!/bin/sh\necho musl-node\n", 0o755)]);
+    let shasums =
+        format!("{}  node-v22.12.0-linux-x64.tar.gz\n{}  {dir}.tar.gz\n", sha256_hex(&glibc), sha256_hex(&musl));
+    s.serve("/dist/v22.12.0/SHASUMS256.txt", shasums);
+    s.serve(&format!("/dist/v22.12.0/{dir}.tar.gz"), musl.clone());
+    serve_npm(&s);
+    let cache = tempfile::tempdir().unwrap();
+    let yaml = local_spec(&s, "").replace("source: dist,", "source: dist, libc: musl,");
+    let spec = parse_spec(&yaml, "t").unwrap();
+    let lock = playpen_imagebuild::resolve::resolve(&fetcher(&s, cache.path()), &spec).await.unwrap();
+    assert_eq!(lock.node.url, format!("{}/dist/v22.12.0/{dir}.tar.gz", s.base));
+    assert_eq!(lock.node.integrity, Integrity::parse(&sha256_hex(&musl)).unwrap());
+    assert_eq!(lock.node.bin_path, format!("{dir}/bin/node"));
+}
