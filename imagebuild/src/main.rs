@@ -184,7 +184,16 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 bar.finish_and_clear();
                 report?
             } else {
-                build::build(&lock, &artifacts, &engine, &opts, |line| tracing::info!("{line}")).await?
+                build::build(&lock, &artifacts, &engine, &opts, |line| {
+                    // Chromium's own log lines during verification ("[pid:tid:time:LEVEL:file] …",
+                    // mostly dbus noise in a container): debug; a failure's verdict quotes what matters.
+                    if line.starts_with("verify: [") {
+                        tracing::debug!("{line}");
+                    } else {
+                        tracing::info!("{line}");
+                    }
+                })
+                .await?
             };
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
