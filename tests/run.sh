@@ -18,6 +18,13 @@ for tool in cargo go; do
   command -v "$tool" >/dev/null || { log "ERROR: $tool is not on PATH (this machine kind ships it; see docs/operations.md)"; exit 1; }
 done
 
+# The build, two browser images, their OCI layout and the node's image store
+# take about 15 GB; a full disk fails deep inside a test instead.
+free_gb=$(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }')
+if ((free_gb < 15)); then
+  log "WARNING: only ${free_gb} GB free here; the run needs about 15 GB (clean target/, 'docker image prune', ~/.cache/playpen/containerd)"
+fi
+
 log "formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -46,5 +46,6 @@ rm -rf "${out}/browser-oci"
 # The browser image reaches the node through the OCI layout the builder wrote
 # (so containerd proves that layout runnable); the others through docker save.
 tests/cluster/load-image.sh --oci-layout "${out}/browser-oci" >&2
+rm -rf "${out}/browser-oci" # 1.2 GB; the next run writes it again
 tests/cluster/load-image.sh playpen/operator:dev playpen/base:bookworm >&2
 log "images ready"
