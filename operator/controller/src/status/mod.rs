@@ -235,8 +235,14 @@ pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: 
     };
     let previous = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
     let (mut phase, scheduled, browser) = from_pod(observed.pod);
+    // The Pod's Ready speaks for the browser only when the browser is its only
+    // container: an agent sidecar's own restarts flip it too.
+    let browser_only = observed
+        .pod
+        .filter(|p| p.spec.as_ref().is_none_or(|s| s.containers.len() == 1))
+        .filter(|p| p.status.as_ref().and_then(|s| s.container_statuses.as_ref()).is_none_or(|c| c.len() == 1));
     let pod_ready_since =
-        observed.pod.and_then(|p| pod_condition(p, "Ready")).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0);
+        browser_only.and_then(|p| pod_condition(p, "Ready")).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0);
     let browser = remember_recovery(browser, previous, pod_ready_since, now);
     if browser.reason == RECOVERING {
         phase = Phase::Degraded;

@@ -267,3 +267,18 @@ fn a_flip_too_short_to_see_is_read_from_the_pods_ready_transition() {
         assert!(b.message.ends_with("(back at 2026-11-29T12:10:00Z)"), "{}", b.message);
     }
 }
+
+#[test]
+fn an_agent_sidecars_readiness_flip_is_not_a_browser_restart() {
+    let mut bs = session(json!({"image": "i"}));
+    let with_agent = |t: &str| {
+        pod(json!({"phase": "Running", "conditions": [scheduled(),
+                {"type": "Ready", "status": "True", "lastTransitionTime": t}],
+            "containerStatuses": [
+                {"name": "browser", "ready": true, "restartCount": 0, "image": "i", "imageID": "", "state": {"running": {}}},
+                {"name": "agent", "ready": true, "restartCount": 1, "image": "a", "imageID": "", "state": {"running": {}}}]}))
+    };
+    step(&mut bs, &with_agent("2026-11-29T12:00:01Z"), "2026-11-29T12:00:02Z");
+    let s = step(&mut bs, &with_agent("2026-11-29T12:10:00Z"), "2026-11-29T12:10:05Z");
+    assert_eq!(cond(&s, condition::BROWSER_READY).reason, "Running");
+}
