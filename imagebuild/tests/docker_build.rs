@@ -10,30 +10,15 @@
 //! sandbox fails with the classified error.
 
 use playpen_imagebuild::build::{self, BuildOptions};
-use playpen_imagebuild::engine::{Engine, RunOptions};
+use playpen_imagebuild::engine::RunOptions;
 use playpen_imagebuild::failure::{Classify, FailureClass};
 use playpen_imagebuild::fetch::{default_cache_dir, FetchConfig, Fetcher};
 use playpen_imagebuild::spec::{parse_spec, OsFamily};
 use playpen_imagebuild::{resolve, seccomp, verify};
 use std::time::Instant;
+use support::{base_image, engine};
 
-const SETUP: &str = "bash tests/imagebuild/setup.sh";
-
-fn base_image() -> String {
-    std::env::var("PLAYPEN_BASE_IMAGE").unwrap_or_else(|_| "playpen/base:bookworm".to_owned())
-}
-
-async fn engine() -> Engine {
-    let engine = Engine::connect()
-        .await
-        .unwrap_or_else(|e| panic!("Docker Engine is required for this test: run `{SETUP}` first ({e})"));
-    let base = base_image();
-    assert!(
-        engine.image_exists(&base).await.expect("inspecting the base image"),
-        "the base image {base} is missing: run `{SETUP}` first (it makes it with debootstrap)"
-    );
-    engine
-}
+mod support;
 
 /// The workspace's own `playpen-session` (built by `cargo test --workspace`,
 /// as tests/run.sh does; a glibc build that runs on the Debian base).

@@ -23,6 +23,21 @@ fn fetcher(s: &Server, cache: &std::path::Path) -> Fetcher {
     .expect("a fetcher without CA bundle or token")
 }
 
+/// A server with the 22.12.0 dist and the npm closure.
+fn serving_all() -> Server {
+    let s = Server::start();
+    serve_node_dist(&s, "22.12.0");
+    serve_npm(&s);
+    s
+}
+
+/// Writes `yaml` as `<dir>/image.yaml`; returns its path.
+fn write_spec(dir: &std::path::Path, yaml: &str) -> std::path::PathBuf {
+    let spec = dir.join("image.yaml");
+    std::fs::write(&spec, yaml).expect("writing the spec");
+    spec
+}
+
 #[tokio::test]
 async fn dist_node_and_npm_closure_resolve_to_a_deterministic_lock() {
     let s = Server::start();
@@ -64,16 +79,13 @@ async fn dist_node_and_npm_closure_resolve_to_a_deterministic_lock() {
 
 #[test]
 fn a_tampered_dist_tarball_is_refused_with_exit_17() {
-    let s = Server::start();
-    serve_node_dist(&s, "22.12.0");
-    serve_npm(&s);
+    let s = serving_all();
     s.serve(
         "/dist/v22.12.0/node-v22.12.0-linux-x64.tar.gz",
         tgz(&[("node-v22.12.0-linux-x64/bin/node", b"evil", 0o755)]),
     );
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("image.yaml");
-    std::fs::write(&spec, local_spec(&s, "")).unwrap();
+    let spec = write_spec(dir.path(), &local_spec(&s, ""));
     let cache = dir.path().join("cache");
     let (code, err) = run_bin(&["lock", "--spec", spec.to_str().unwrap(), "--cache-dir", cache.to_str().unwrap()], &[]);
     assert_eq!(code, 17, "{err}");
@@ -83,12 +95,9 @@ fn a_tampered_dist_tarball_is_refused_with_exit_17() {
 
 #[test]
 fn the_right_dist_tarball_is_accepted_by_the_binary() {
-    let s = Server::start();
-    serve_node_dist(&s, "22.12.0");
-    serve_npm(&s);
+    let s = serving_all();
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("image.yaml");
-    std::fs::write(&spec, local_spec(&s, "")).unwrap();
+    let spec = write_spec(dir.path(), &local_spec(&s, ""));
     let cache = dir.path().join("cache");
     let (code, err) = run_bin(&["lock", "--spec", spec.to_str().unwrap(), "--cache-dir", cache.to_str().unwrap()], &[]);
     assert_eq!(code, 0, "{err}");
@@ -98,13 +107,10 @@ fn the_right_dist_tarball_is_accepted_by_the_binary() {
 
 #[test]
 fn a_tarball_missing_from_shasums_is_package_absent() {
-    let s = Server::start();
-    serve_node_dist(&s, "22.12.0");
-    serve_npm(&s);
+    let s = serving_all();
     s.serve("/dist/v22.12.0/SHASUMS256.txt", format!("{}  node-v22.12.0-win-x64.zip\n", sha256_hex(b"x")));
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("image.yaml");
-    std::fs::write(&spec, local_spec(&s, "")).unwrap();
+    let spec = write_spec(dir.path(), &local_spec(&s, ""));
     let (code, err) =
         run_bin(&["lock", "--spec", spec.to_str().unwrap(), "--cache-dir", dir.path().to_str().unwrap()], &[]);
     assert_eq!(code, 15, "{err}");
@@ -113,9 +119,7 @@ fn a_tarball_missing_from_shasums_is_package_absent() {
 
 #[test]
 fn failure_classes_have_their_exit_codes() {
-    let s = Server::start();
-    serve_node_dist(&s, "22.12.0");
-    serve_npm(&s);
+    let s = serving_all();
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("image.yaml");
     let cache = dir.path().join("cache");
@@ -190,12 +194,9 @@ fn the_token_is_not_sent_to_other_hosts() {
 
 #[test]
 fn build_refuses_a_download_that_differs_from_the_lock() {
-    let s = Server::start();
-    serve_node_dist(&s, "22.12.0");
-    serve_npm(&s);
+    let s = serving_all();
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("image.yaml");
-    std::fs::write(&spec, local_spec(&s, "")).unwrap();
+    let spec = write_spec(dir.path(), &local_spec(&s, ""));
     let lock_cache = dir.path().join("lock-cache");
     let (code, err) =
         run_bin(&["lock", "--spec", spec.to_str().unwrap(), "--cache-dir", lock_cache.to_str().unwrap()], &[]);

@@ -13,13 +13,14 @@
 //! that digest → the secret is nowhere in the captured log.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed fixture is a failed test
 
-use playpen_imagebuild::engine::Engine;
 use playpen_imagebuild::failure::{Classify, FailureClass};
 use playpen_imagebuild::push::{self, RegistryAuth, PASSWORD_ENV, USERNAME_ENV};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use support::{base_image, engine};
 
-const SETUP: &str = "bash tests/imagebuild/setup.sh";
+mod support;
+
 const REGISTRY: &str = "bash tests/imagebuild/registry.sh";
 
 /// Everything the crate logged (tracing, and bollard's `log` records through it).
@@ -63,22 +64,6 @@ fn registry_credentials() -> (String, String) {
             .to_owned()
     };
     (read("username"), read("password"))
-}
-
-fn base_image() -> String {
-    std::env::var("PLAYPEN_BASE_IMAGE").unwrap_or_else(|_| "playpen/base:bookworm".to_owned())
-}
-
-async fn engine() -> Engine {
-    let engine = Engine::connect()
-        .await
-        .unwrap_or_else(|e| panic!("Docker Engine is required for this test: run `{SETUP}` first ({e})"));
-    let base = base_image();
-    assert!(
-        engine.image_exists(&base).await.expect("inspecting the base image"),
-        "the base image {base} is missing: run `{SETUP}` first (it makes it with debootstrap)"
-    );
-    engine
 }
 
 /// GET /v2/<name>/manifests/<tag>: (status, Docker-Content-Digest, sha256 of the body).

@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)] // test support: a failed fixture is a failed test
 
 use flate2::write::GzEncoder;
+use playpen_imagebuild::engine::Engine;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -179,4 +180,25 @@ pub fn run_bin(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
     }
     let out = cmd.output().unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// What prepares Docker Engine and the base image for the tests that need them.
+pub const SETUP: &str = "bash tests/imagebuild/setup.sh";
+
+/// The debootstrap base image tests/imagebuild/setup.sh makes (or `PLAYPEN_BASE_IMAGE`).
+pub fn base_image() -> String {
+    std::env::var("PLAYPEN_BASE_IMAGE").unwrap_or_else(|_| "playpen/base:bookworm".to_owned())
+}
+
+/// Docker Engine with the base image present; fails loudly naming the set-up script.
+pub async fn engine() -> Engine {
+    let engine = Engine::connect()
+        .await
+        .unwrap_or_else(|e| panic!("Docker Engine is required for this test: run `{SETUP}` first ({e})"));
+    let base = base_image();
+    assert!(
+        engine.image_exists(&base).await.expect("inspecting the base image"),
+        "the base image {base} is missing: run `{SETUP}` first (it makes it with debootstrap)"
+    );
+    engine
 }

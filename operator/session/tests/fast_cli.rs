@@ -12,7 +12,6 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -31,43 +30,6 @@ const MAIN_PAGE: &str = r#"<!doctype html><html><head><title>Fixture</title><lin
 <p id="out">idle</p>
 </body></html>"#;
 const NEXT_PAGE: &str = r#"<!doctype html><html><head><title>Next page</title><link rel="icon" href="data:,"></head><body><p>arrived</p></body></html>"#;
-
-/// A loopback site with a form page and a second page (no favicon request,
-/// so no console noise that depends on timing).
-fn serve_site() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(conn.try_clone().unwrap());
-                let mut line = String::new();
-                if reader.read_line(&mut line).is_err() {
-                    return;
-                }
-                loop {
-                    let mut header = String::new();
-                    match reader.read_line(&mut header) {
-                        Ok(n) if n > 2 => continue,
-                        _ => break,
-                    }
-                }
-                let (status, body) = match line.split_whitespace().nth(1).unwrap_or("/") {
-                    "/" => ("200 OK", MAIN_PAGE),
-                    "/next.html" => ("200 OK", NEXT_PAGE),
-                    _ => ("404 Not Found", "not found"),
-                };
-                let mut conn = conn;
-                let _ = write!(
-                    conn,
-                    "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    format!("http://127.0.0.1:{port}")
-}
 
 /// Replaces each run of ASCII digits that follows `prefix` (and is followed
 /// by `suffix`) with `<n>`.
@@ -314,7 +276,8 @@ fn steps(session: &Session, base: &str, steps: &[&[&str]]) {
 
 #[test]
 fn fast_and_node_clients_agree_on_a_real_session() {
-    let base = serve_site();
+    // A form page and a second page (no favicon request, so no console noise that depends on timing).
+    let base = Fixture::with_pages(MAIN_PAGE, NEXT_PAGE).url("");
     let mut session = Session::new("fast", None);
     session.start();
     session.wait_ready(Duration::from_secs(60));

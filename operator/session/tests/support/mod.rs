@@ -49,14 +49,22 @@ pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool)
     }
 }
 
-/// A loopback HTTP server with two pages; records every requested path.
+/// A loopback HTTP server with two pages (`/` and `/next.html`); records every requested path.
 pub struct Fixture {
     pub port: u16,
     pub requests: Arc<Mutex<Vec<String>>>,
 }
 
+const MAIN_PAGE: &str = "<html><head><title>Fixture</title></head><body><a href=\"/next.html\">Next</a></body></html>";
+const NEXT_PAGE: &str = "<html><head><title>Next page</title></head><body><p>arrived</p></body></html>";
+
 impl Fixture {
     pub fn start() -> Self {
+        Self::with_pages(MAIN_PAGE, NEXT_PAGE)
+    }
+
+    /// The same server with other pages at `/` and `/next.html`.
+    pub fn with_pages(main: &'static str, next: &'static str) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(vec![]));
@@ -64,7 +72,7 @@ impl Fixture {
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
                 let seen = seen.clone();
-                std::thread::spawn(move || serve(conn, &seen));
+                std::thread::spawn(move || serve(conn, &seen, main, next));
             }
         });
         Self { port, requests }
@@ -79,7 +87,7 @@ impl Fixture {
     }
 }
 
-fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>) {
+fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>, main: &str, next: &str) {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut line = String::new();
     if reader.read_line(&mut line).is_err() {
@@ -95,10 +103,8 @@ fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>) {
     }
     seen.lock().unwrap().push(path.clone());
     let (status, body) = match path.as_str() {
-        "/" => {
-            ("200 OK", "<html><head><title>Fixture</title></head><body><a href=\"/next.html\">Next</a></body></html>")
-        }
-        "/next.html" => ("200 OK", "<html><head><title>Next page</title></head><body><p>arrived</p></body></html>"),
+        "/" => ("200 OK", main),
+        "/next.html" => ("200 OK", next),
         _ => ("404 Not Found", "not found"),
     };
     let mut conn = conn;
