@@ -13,16 +13,29 @@ use serde::Serialize;
 use crate::build::Children;
 use crate::error::{Error, Result};
 
-/// Server-side applies `obj` (force: this manager owns these fields).
-pub async fn apply<K>(client: &Client, namespace: &str, obj: &K) -> Result<K>
-where
+/// What a child object must be to be server-side applied in a namespace.
+pub trait Child:
+    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + k8s_openapi::Resource
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+{
+}
+
+impl<K> Child for K where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + k8s_openapi::Resource
         + Clone
         + Debug
         + Serialize
-        + DeserializeOwned,
+        + DeserializeOwned
 {
+}
+
+/// Server-side applies `obj` (force: this manager owns these fields).
+pub async fn apply<K: Child>(client: &Client, namespace: &str, obj: &K) -> Result<K> {
     let name = obj.name_any();
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(obj)).await.map_err(|source| Error::Kube {
@@ -74,15 +87,7 @@ pub async fn apply_children(
 }
 
 /// [`apply`] for an optional child.
-async fn apply_opt<K>(client: &Client, namespace: &str, obj: Option<&K>) -> Result<Option<K>>
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + k8s_openapi::Resource
-        + Clone
-        + Debug
-        + Serialize
-        + DeserializeOwned,
-{
+async fn apply_opt<K: Child>(client: &Client, namespace: &str, obj: Option<&K>) -> Result<Option<K>> {
     match obj {
         Some(obj) => apply(client, namespace, obj).await.map(Some),
         None => Ok(None),
