@@ -21,6 +21,5 @@ pub mod restarts;
 pub mod retention;
 pub mod run;
 pub mod shutdown;
-pub mod splice;
 pub mod supervisor;
 pub mod wrapper;

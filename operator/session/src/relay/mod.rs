@@ -16,6 +16,8 @@ use tokio::sync::watch;
 
 use crate::error::Fatal;
 
+mod pump;
+
 /// Binds `127.0.0.1:<port>`; never any other address.
 pub fn bind_pinned(port: u16) -> Result<TcpListener, Fatal> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
@@ -93,7 +95,7 @@ pub async fn serve(
 }
 
 async fn relay_one(
-    conn: TcpStream,
+    mut conn: TcpStream,
     mut upstream: watch::Receiver<Option<SocketAddr>>,
     wait: Duration,
 ) -> Result<(), String> {
@@ -102,10 +104,10 @@ async fn relay_one(
         Ok(Err(_)) => return Err("the dashboard supervisor is gone".into()),
         Err(_) => return Err(format!("no dashboard within {wait:?}")),
     };
-    let back = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
-    let _ = conn.set_nodelay(true);
-    let _ = back.set_nodelay(true);
-    crate::splice::relay(&conn, &back).await.map_err(|e| e.to_string())?;
+    let mut back = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
+    pump::tune(&conn);
+    pump::tune(&back);
+    pump::relay(&mut conn, &mut back).await.map_err(|e| e.to_string())?;
     Ok(())
 }
 
