@@ -7,25 +7,8 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
-CRICTL_DIR="$(dirname "$(dirname "$CRICTL_BIN")")"
-# Bump when the build flags change.
-STAMP="${CRICTL_DIR}/.built-r1"
-if [[ -x "$CRICTL_BIN" && -f "$STAMP" ]]; then
-  echo "$CRICTL_BIN"
-  exit 0
-fi
-command -v go >/dev/null 2>&1 || PATH="${PATH}:/usr/local/go/bin"
-command -v go >/dev/null 2>&1 || die "go is not installed"
-mkdir -p "${CRICTL_DIR}/bin"
-exec 9>"${CRICTL_DIR}.lock"
-flock 9
-if [[ ! -f "$STAMP" ]]; then
-  log "building crictl ${CRICTL_VERSION} from the Go module proxy (~35 s)"
-  t0=$SECONDS
-  GOBIN="${CRICTL_DIR}/bin" CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install -trimpath \
-    -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=${CRICTL_VERSION}" \
-    "sigs.k8s.io/cri-tools/cmd/crictl@${CRICTL_VERSION}"
-  touch "$STAMP"
-  log "crictl built in $((SECONDS - t0)) s"
-fi
+# Recipe 1; bump it when the build flags change.
+go_install_cached "$(dirname "$(dirname "$CRICTL_BIN")")" 1 "sigs.k8s.io/cri-tools/cmd/crictl@${CRICTL_VERSION}" \
+  "-X sigs.k8s.io/cri-tools/pkg/version.Version=${CRICTL_VERSION}"
+[[ -x "$CRICTL_BIN" ]] || die "crictl missing at ${CRICTL_BIN} after its build"
 echo "$CRICTL_BIN"

@@ -203,3 +203,25 @@ wait_for() {
   done
   log "${what}: ok after $((SECONDS - t0)) s"
 }
+
+# go_install_cached DIR RECIPE PACKAGE@VERSION [LDFLAGS] — `go install` PACKAGE from the Go
+# module proxy into DIR/bin once, static and stripped, under a lock (concurrent callers wait
+# for one build); DIR/.built-r<RECIPE> marks a complete build (bump RECIPE when the flags
+# change).
+go_install_cached() {
+  local dir="$1" recipe="$2" package="$3" ldflags="${4:-}" t0
+  [[ -f "${dir}/.built-r${recipe}" ]] && return 0
+  command -v go >/dev/null 2>&1 || PATH="${PATH}:/usr/local/go/bin"
+  command -v go >/dev/null 2>&1 || die "go is not installed"
+  mkdir -p "${dir}/bin"
+  (
+    flock 9
+    [[ -f "${dir}/.built-r${recipe}" ]] && exit 0
+    log "building ${package} from the Go module proxy"
+    t0=$SECONDS
+    GOBIN="${dir}/bin" CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install -trimpath \
+      -ldflags "-s -w ${ldflags}" "$package"
+    touch "${dir}/.built-r${recipe}"
+    log "built ${package} in $((SECONDS - t0)) s"
+  ) 9>"${dir}.lock"
+}
