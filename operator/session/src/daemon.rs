@@ -13,7 +13,7 @@
 //! a crash, restarted and recorded for the probe.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::process::Child;
 use tokio::sync::{mpsc, watch};
@@ -76,8 +76,11 @@ pub struct DaemonPlan {
     pub user_data_dir: Option<PathBuf>,
     /// Auth state loaded after each start.
     pub auth: Option<AuthLoad>,
-    /// Where unexpected exits are recorded for the readiness probe ([`crate::restarts`]).
+    /// Where unexpected exits are recorded for the readiness probe
+    /// ([`crate::restarts`]) and agents' closes are noted ([`crate::agent_close`]).
     pub restart_record: Option<PathBuf>,
+    /// The session the daemon serves.
+    pub session: String,
 }
 
 /// Loads a mounted auth state into the session after the daemon starts.
@@ -169,8 +172,10 @@ pub async fn supervise(
 ) -> Result<(), Fatal> {
     let mut backoff = Backoff::default();
     let mut failed_starts = 0;
+    let mut reopening = false;
     while !*stop.borrow() {
         let started = Instant::now();
+        let started_at = SystemTime::now();
         if let Some(profile) = &plan.user_data_dir {
             let removed = clear_stale_locks(profile);
             if removed > 0 {
@@ -186,6 +191,9 @@ pub async fn supervise(
             Ok((mut child, pid)) => {
                 failed_starts = 0;
                 tracing::info!(pid, "daemon running");
+                if let (Some(dir), true) = (&plan.restart_record, std::mem::take(&mut reopening)) {
+                    crate::agent_close::clear(dir);
+                }
                 if let Some(auth) = &plan.auth {
                     auth.load(&managed).await;
                 }
@@ -200,11 +208,18 @@ pub async fn supervise(
                 kill_orphans(&managed, Duration::from_secs(5)).await;
                 let _ = exited.send(pid);
                 if let (Some(dir), false) = (&plan.restart_record, *stop.borrow()) {
+                    let now = SystemTime::now();
                     let exit = status.as_ref().map_or_else(|e| e.to_string(), ToString::to_string);
-                    let now =
-                        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-                    if let Err(err) = crate::restarts::record(dir, &exit, now) {
-                        tracing::warn!(%err, dir = %dir.display(), "cannot record the daemon restart for the probe");
+                    if crate::agent_close::read(dir)
+                        .is_some_and(|note| crate::agent_close::covers(&note, &plan.session, started_at, now))
+                    {
+                        tracing::info!(pid, %exit, "an agent closed the browser (playwright-cli close); opening a fresh one");
+                        reopening = true;
+                    } else {
+                        let now_unix = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                        if let Err(err) = crate::restarts::record(dir, &exit, now_unix) {
+                            tracing::warn!(%err, dir = %dir.display(), "cannot record the daemon restart for the probe");
+                        }
                     }
                 }
                 let _ = state.send(DaemonState::Starting);
@@ -265,6 +280,7 @@ mod tests {
             user_data_dir: None,
             auth: None,
             restart_record: None,
+            session: "demo".into(),
         }
     }
 
@@ -334,6 +350,26 @@ mod tests {
         let record = crate::restarts::read(dir.path());
         assert!(record.count >= 2, "{record:?}");
         assert_eq!(record.last_exit, "exit status: 0");
+    }
+
+    #[tokio::test]
+    async fn an_exit_an_agent_asked_for_reopens_without_a_recorded_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, mut states) = watch::channel(DaemonState::Starting);
+        let (stop_tx, stop) = watch::channel(false);
+        let (exited, mut exits) = mpsc::unbounded_channel();
+        let spec = sh("echo 'Daemon listening on /x.sock'; sleep 0.5; exit 0");
+        let plan = DaemonPlan { restart_record: Some(dir.path().to_owned()), ..plan(spec) };
+        let task = tokio::spawn(supervise(plan, Managed::default(), state, stop, exited));
+        let running = |s: &DaemonState| matches!(s, DaemonState::Running { .. });
+        states.wait_for(running).await.unwrap();
+        crate::agent_close::announce(dir.path(), "demo", SystemTime::now()).unwrap();
+        let first = exits.recv().await.unwrap();
+        states.wait_for(|s| running(s) && *s != DaemonState::Running { pid: first }).await.unwrap();
+        assert_eq!(crate::agent_close::read(dir.path()), None, "the note is cleared once the fresh browser runs");
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap().unwrap();
+        assert_eq!(crate::restarts::read(dir.path()).count, 0, "the agent's close is not a crash");
     }
 
     #[tokio::test]

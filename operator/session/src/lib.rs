@@ -2,6 +2,7 @@
 //! container. See `docs/session-runtime.md`. The binary is a thin `main`; the
 //! modules are a library so that benchmarks and tests can reach them.
 
+pub mod agent_close;
 pub mod config;
 pub mod daemon;
 pub mod dashboard;

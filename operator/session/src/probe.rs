@@ -1,17 +1,19 @@
 //! `playpen-session probe`: the exec readiness probe. Ready when the daemon's
 //! socket accepts a connection and, when the viewer is enabled, the pinned
 //! port answers HTTP (any status). Fails once for every in-place daemon
-//! restart it has not reported yet ([`crate::restarts`]).
+//! restart it has not reported yet ([`crate::restarts`]); passes without the
+//! daemon while a fresh browser starts after an agent's own close
+//! ([`crate::agent_close`]).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use playpen_api::runtime_config::RuntimeConfig;
 
 use crate::relay::answers_http;
-use crate::restarts;
+use crate::{agent_close, restarts};
 
 /// The daemon sockets of `session`: `<sockets>/cli/<16hex>-<session>.sock`.
 pub fn daemon_sockets(sockets_dir: &Path, session: &str) -> Vec<PathBuf> {
@@ -31,7 +33,12 @@ pub async fn check(config: &RuntimeConfig) -> Result<(), String> {
         return Err(message);
     }
     let sockets = daemon_sockets(Path::new(&config.sockets_dir), &config.session_name);
-    if !sockets.iter().any(|s| UnixStream::connect(s).is_ok()) {
+    let reopening = || {
+        crate::restarts::record_dir(&config.sockets_dir)
+            .is_some_and(|dir| agent_close::reopening(&dir, &config.session_name, SystemTime::now()))
+    };
+    // While a fresh browser starts after an agent's own close, nothing failed.
+    if !sockets.iter().any(|s| UnixStream::connect(s).is_ok()) && !reopening() {
         return Err(format!("the daemon does not answer (sockets found: {sockets:?})"));
     }
     if let Some(port) = config.viewer_port {
@@ -63,6 +70,23 @@ mod tests {
         check(&config).await.unwrap();
         drop(listener);
         assert!(check(&config).await.is_err(), "a stale socket file does not count");
+    }
+
+    #[tokio::test]
+    async fn while_a_browser_reopens_after_an_agents_close_the_missing_daemon_is_not_a_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sockets = tmp.path().join("s");
+        std::fs::create_dir_all(sockets.join("cli")).unwrap();
+        let mut config = crate::config::tests::sample();
+        config.sockets_dir = sockets.display().to_string();
+        config.viewer_port = None;
+        assert!(check(&config).await.is_err());
+        agent_close::announce(tmp.path(), "other", SystemTime::now()).unwrap();
+        assert!(check(&config).await.is_err(), "another session's close covers nothing");
+        agent_close::announce(tmp.path(), &config.session_name, SystemTime::now()).unwrap();
+        check(&config).await.unwrap();
+        agent_close::clear(tmp.path());
+        assert!(check(&config).await.is_err(), "once the note is gone the daemon must answer again");
     }
 
     #[tokio::test]

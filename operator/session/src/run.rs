@@ -131,6 +131,7 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         user_data_dir: prepared.user_data_dir.clone(),
         auth,
         restart_record: crate::restarts::record_dir(&config.sockets_dir),
+        session: config.session_name.clone(),
     };
     let close_spec = spec("close", &prepared.launcher, shutdown::close_args(&config.session_name));
 

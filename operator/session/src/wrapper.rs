@@ -13,8 +13,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use playpen_api::layout::env;
 
+use crate::agent_close::{self, ALL_SESSIONS};
+
 /// Options of the CLI that take their value as the next argument.
 const VALUE_OPTIONS: &[&str] = &["-s", "--session", "--config", "--browser", "--profile"];
+/// Commands that end a session's browser on purpose ([`crate::agent_close`]).
+const CLOSING_COMMANDS: &[&str] = &["close", "close-all", "kill-all"];
 
 /// The CLI command in `args`: the first positional argument.
 pub fn command_of(args: &[String]) -> Option<&str> {
@@ -42,6 +46,38 @@ pub fn with_snapshot_file(args: &[String], output_dir: &str, unique: &str) -> Ve
     out
 }
 
+/// The session a `close` in `args` ends, as the CLI resolves it:
+/// `-s`/`--session`, else `PLAYWRIGHT_CLI_SESSION` (`env_session`), else
+/// `default`; [`ALL_SESSIONS`] for `close-all` and `kill-all`; `None` for
+/// any other command.
+pub fn closed_session(args: &[String], env_session: Option<&str>) -> Option<String> {
+    let command = command_of(args).filter(|c| CLOSING_COMMANDS.contains(c))?;
+    if command != "close" {
+        return Some(ALL_SESSIONS.to_owned());
+    }
+    let mut named = None;
+    let mut args_iter = args.iter();
+    while let Some(arg) = args_iter.next() {
+        if let Some(value) = arg.strip_prefix("-s=").or_else(|| arg.strip_prefix("--session=")) {
+            named = Some(value.to_owned());
+        } else if arg == "-s" || arg == "--session" {
+            named = args_iter.next().cloned();
+        }
+    }
+    Some(named.or_else(|| env_session.map(str::to_owned)).filter(|s| !s.is_empty()).unwrap_or_else(|| "default".into()))
+}
+
+/// Leaves the note that tells the runtime a close is the agent's own, before
+/// the CLI runs it. Best effort and silent: the CLI's output stays its own.
+fn announce_close(args: &[String]) {
+    let env_session = std::env::var(env::CLI_SESSION).ok();
+    let Some(session) = closed_session(args, env_session.as_deref()) else { return };
+    let Some(dir) = std::env::var(env::SOCKETS_DIR).ok().and_then(|s| crate::restarts::record_dir(&s)) else {
+        return;
+    };
+    let _ = agent_close::announce(&dir, &session, SystemTime::now());
+}
+
 /// Millisecond timestamp plus PID: unique per process, sortable by time.
 pub fn unique_suffix() -> String {
     let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
@@ -60,6 +96,7 @@ pub fn exec(args: &[String]) -> i32 {
         Ok(dir) if !dir.is_empty() => with_snapshot_file(args, &dir, &unique_suffix()),
         _ => args.to_vec(),
     };
+    announce_close(&args);
     match crate::fastpath::run(&args, Path::new(&package)) {
         crate::fastpath::Outcome::Done(code) => return code,
         crate::fastpath::Outcome::Node(_) => {}
@@ -106,6 +143,20 @@ mod tests {
         ] {
             assert_eq!(with_snapshot_file(&args, "/s", "u"), args);
         }
+    }
+
+    #[test]
+    fn a_close_names_the_session_the_cli_would_close() {
+        assert_eq!(closed_session(&v(&["close"]), Some("shop")), Some("shop".into()));
+        assert_eq!(closed_session(&v(&["close"]), None), Some("default".into()));
+        assert_eq!(closed_session(&v(&["close"]), Some("")), Some("default".into()));
+        assert_eq!(closed_session(&v(&["-s=cart", "close"]), Some("shop")), Some("cart".into()));
+        assert_eq!(closed_session(&v(&["-s", "cart", "close"]), Some("shop")), Some("cart".into()));
+        assert_eq!(closed_session(&v(&["close", "--session=cart"]), None), Some("cart".into()));
+        assert_eq!(closed_session(&v(&["close-all"]), Some("shop")), Some(ALL_SESSIONS.into()));
+        assert_eq!(closed_session(&v(&["kill-all"]), None), Some(ALL_SESSIONS.into()));
+        assert_eq!(closed_session(&v(&["goto", "https://example.com"]), Some("shop")), None);
+        assert_eq!(closed_session(&v(&["-s=close", "list"]), None), None, "a session named close is not a close");
     }
 
     #[test]

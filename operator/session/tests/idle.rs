@@ -157,3 +157,45 @@ fn an_idle_timeout_set_while_running_applies_without_a_restart() {
     assert_eq!(session.log().matches("daemon running").count(), 1, "one daemon start:\n{}", session.log());
     assert_ended_idle(&mut session, status);
 }
+
+#[test]
+fn an_agents_own_close_through_the_wrapper_reopens_a_fresh_browser_without_a_reported_restart() {
+    let fixture = Fixture::start();
+    let mut session = Session::new("closer", None);
+    session.start();
+    session.wait_ready(Duration::from_secs(60));
+    session.cli_ok(&["goto", &fixture.url("/")]);
+    let daemon = session.daemon_pid().expect("a daemon");
+    let out = session.wrapper(&["close"]);
+    let (said, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && said.contains("Browser 'closer' closed"), "{said}{err}");
+    // The probe never fails for it: not while the fresh browser starts, not after.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while session.daemon_pid().is_none_or(|pid| pid == daemon) {
+        assert!(session.probe_ok(), "the probe failed for the agent's own close:\n{}", session.log());
+        assert!(Instant::now() < deadline, "no fresh daemon:\n{}", session.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The note goes once the fresh daemon runs; then the probe passes on the daemon alone.
+    let note = session.path("pw/1a2b3c4d/agent-close.json");
+    wait_until("the agent's note cleared", Duration::from_secs(60), || !note.exists());
+    for _ in 0..3 {
+        assert!(session.probe_ok(), "{}", session.log());
+    }
+    let log = session.log();
+    assert!(log.contains("an agent closed the browser"), "{log}");
+    assert_eq!(restart_record(&session), None, "an agent's close is no crash:\n{log}");
+    // The fresh browser serves commands; only one browser is left.
+    let out = session.cli_ok(&["goto", &fixture.url("/next.html")]);
+    assert!(out.contains("Page Title: Next page"), "{out}");
+    wait_until("exactly one browser", Duration::from_secs(10), || session.browser_pids().len() == 1);
+    // A close from a client that bypasses the wrapper still counts as a crash.
+    let daemon = session.daemon_pid().expect("a daemon");
+    session.cli_ok(&["close"]);
+    wait_until("a new daemon", Duration::from_secs(30), || session.daemon_pid().is_some_and(|p| p != daemon));
+    wait_until("the restart recorded", Duration::from_secs(10), || restart_record(&session).is_some());
+    kill(Pid::from_raw(session.runtime_pid() as i32), Signal::SIGTERM).unwrap();
+    let status = session.wait_exit(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{}", session.log());
+    assert!(session.processes().is_empty(), "{:#?}", session.processes());
+}
