@@ -124,6 +124,8 @@ pub async fn drive_view_recover_delete(client: &Client, ns: &str, fixture_url: &
     let ways: Vec<&str> = report.lines().filter_map(|l| l.split('\t').next()).collect();
     ensure!(ways == ["fast", "node"], "fast path in the image: {report}");
 
+    agent_close_is_no_failure(client, ns, name, &pod, fixture_url).await.context("an agent's own close")?;
+
     // 4. A human takes over through the tunnel; the Pod IP does not serve the viewer.
     let forward = port_forward(ns, &format!("svc/{name}-view"), VIEWER_PORT).await?;
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
@@ -201,6 +203,48 @@ pub async fn drive_view_recover_delete(client: &Client, ns: &str, fixture_url: &
         "step 7: the runtime did not close the browser through playwright-cli:\n{log}"
     );
     no_orphans(client, ns, name).await.context("step 7: no orphaned objects")
+}
+
+/// An agent's own `playwright-cli close` through the image's CLI: the runtime
+/// opens a fresh browser and neither the Pod's readiness nor the session's
+/// status reports a failure.
+async fn agent_close_is_no_failure(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    pod: &str,
+    fixture_url: &str,
+) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let ready_since = |pod: Pod| {
+        pod.status
+            .and_then(|s| s.conditions)
+            .and_then(|cs| cs.into_iter().find(|c| c.type_ == "Ready"))
+            .map(|c| (c.status, c.last_transition_time))
+    };
+    let before = ready_since(pods.get(pod).await?);
+    let out = exec(ns, pod, BROWSER, &["playwright-cli", "close"]).await?.ok("playwright-cli close")?;
+    ensure!(out.contains(&format!("Browser '{name}' closed")), "close printed:\n{out}");
+    // The fresh browser serves the agent again.
+    eventually(Duration::from_secs(30), || async {
+        let out = exec(ns, pod, BROWSER, &["playwright-cli", "goto", fixture_url]).await?.ok("goto after close")?;
+        ensure!(out.contains("Page Title: Playpen fixture"), "goto after the close:\n{out}");
+        Ok(())
+    })
+    .await?;
+    // Two probe periods later, readiness never flipped and the status reports nothing.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after = ready_since(pods.get(pod).await?);
+    ensure!(before == after, "the Pod's Ready condition moved: {before:?} -> {after:?}");
+    let status = Api::<BrowserSession>::namespaced(client.clone(), ns).get(name).await?.status.context("no status")?;
+    let browser = status.conditions.iter().find(|c| c.type_ == condition::BROWSER_READY).context("no condition")?;
+    ensure!(
+        browser.status == "True" && !browser.reason.contains("Recover"),
+        "BrowserReady after the close: {browser:?}"
+    );
+    let log = kubectl(&["logs", "-n", ns, pod, "-c", BROWSER]).await?.ok("runtime log")?;
+    ensure!(log.contains("an agent closed the browser"), "the runtime did not see the agent's close:\n{log}");
+    Ok(())
 }
 
 async fn recover_after_kill(client: &Client, ns: &str, name: &str, pod: &str) -> anyhow::Result<()> {
