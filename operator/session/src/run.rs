@@ -133,6 +133,12 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         restart_record: crate::restarts::record_dir(&config.sockets_dir),
         session: config.session_name.clone(),
     };
+    // The namespace is an emptyDir that outlives a container restart: a note
+    // from the last container's agent must not let the probe pass before this
+    // runtime's daemon is up.
+    if let Some(dir) = &plan.restart_record {
+        crate::agent_close::clear(dir);
+    }
     let close_spec = spec("close", &prepared.launcher, shutdown::close_args(&config.session_name));
 
     let managed = Managed::default();

@@ -199,3 +199,20 @@ fn an_agents_own_close_through_the_wrapper_reopens_a_fresh_browser_without_a_rep
     assert_eq!(status.code(), Some(0), "{}", session.log());
     assert!(session.processes().is_empty(), "{:#?}", session.processes());
 }
+
+#[test]
+fn a_close_note_left_by_a_previous_container_does_not_make_the_next_one_ready_early() {
+    // The namespace is an emptyDir: it outlives a container restart, notes included.
+    let mut session = Session::new("again", None);
+    let namespace = session.path("pw/1a2b3c4d");
+    std::fs::create_dir_all(&namespace).unwrap();
+    playpen_session::agent_close::announce(&namespace, "again", std::time::SystemTime::now()).unwrap();
+    let note = namespace.join(playpen_session::agent_close::NOTE_FILE);
+    session.start();
+    // Cleared at start: from then on the probe passes only on a daemon that answers.
+    wait_until("the stale note cleared at start", Duration::from_secs(10), || !note.exists());
+    session.wait_ready(Duration::from_secs(60));
+    kill(Pid::from_raw(session.runtime_pid() as i32), Signal::SIGTERM).unwrap();
+    let status = session.wait_exit(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{}", session.log());
+}
