@@ -29,14 +29,13 @@ pub fn daemon_sockets(sockets_dir: &Path, session: &str) -> Vec<PathBuf> {
 
 /// Why the session is not ready (`Ok` when it is).
 pub async fn check(config: &RuntimeConfig) -> Result<(), String> {
-    if let Some(message) = crate::restarts::record_dir(&config.sockets_dir).as_deref().and_then(restarts::unreported) {
+    let namespace = restarts::record_dir(&config.sockets_dir);
+    if let Some(message) = namespace.as_deref().and_then(restarts::unreported) {
         return Err(message);
     }
     let sockets = daemon_sockets(Path::new(&config.sockets_dir), &config.session_name);
-    let reopening = || {
-        crate::restarts::record_dir(&config.sockets_dir)
-            .is_some_and(|dir| agent_close::reopening(&dir, &config.session_name, SystemTime::now()))
-    };
+    let reopening =
+        || namespace.as_deref().is_some_and(|dir| agent_close::reopening(dir, &config.session_name, SystemTime::now()));
     // While a fresh browser starts after an agent's own close, nothing failed.
     if !sockets.iter().any(|s| UnixStream::connect(s).is_ok()) && !reopening() {
         return Err(format!("the daemon does not answer (sockets found: {sockets:?})"));

@@ -102,6 +102,13 @@ struct Run {
     route: String,
 }
 
+impl Run {
+    /// What a caller sees: stdout, stderr and exit code.
+    fn seen(&self) -> (&str, &str, Option<i32>) {
+        (&self.stdout, &self.stderr, self.code)
+    }
+}
+
 fn report_line(report: &Path) -> String {
     let text = std::fs::read_to_string(report).unwrap_or_default();
     text.lines().last().unwrap_or_default().to_owned()
@@ -519,10 +526,7 @@ fn the_request_line_is_the_node_clients_byte_for_byte() {
         let requests = stub.requests();
         let (a, b) = (&requests[requests.len() - 2], &requests[requests.len() - 1]);
         assert_eq!(a, b, "{args:?}");
-        assert_eq!(
-            (node.stdout.as_str(), node.stderr.as_str(), node.code),
-            (fast.stdout.as_str(), fast.stderr.as_str(), fast.code)
-        );
+        assert_eq!(node.seen(), fast.seen());
         assert_eq!(fast.code, Some(1), "isError exits 1");
     }
 }
@@ -554,10 +558,7 @@ fn a_session_that_is_not_open_gets_the_node_clients_message_and_exit_code() {
         let node = stub.cli(args, true);
         let fast = stub.cli(args, false);
         assert!(fast.route.starts_with("fast\t"), "{fast:?}");
-        assert_eq!(
-            (fast.stdout.as_str(), fast.stderr.as_str(), fast.code),
-            (node.stdout.as_str(), node.stderr.as_str(), node.code)
-        );
+        assert_eq!(fast.seen(), node.seen());
         assert_eq!(fast.code, Some(1));
         assert!(fast.stdout.contains("is not open, please run open first"), "{}", fast.stdout);
     }
@@ -566,10 +567,7 @@ fn a_session_that_is_not_open_gets_the_node_clients_message_and_exit_code() {
     let node = stub.cli(&["tab-list"], true);
     let fast = stub.cli(&["tab-list"], false);
     assert!(fast.route.starts_with("node\t"), "{fast:?}");
-    assert_eq!(
-        (fast.stdout.as_str(), fast.stderr.as_str(), fast.code),
-        (node.stdout.as_str(), node.stderr.as_str(), node.code)
-    );
+    assert_eq!(fast.seen(), node.seen());
     assert_eq!(fast.code, Some(1));
     assert!(fast.stderr.contains("Browser 'stub' is not open"), "{}", fast.stderr);
 }

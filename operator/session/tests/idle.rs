@@ -9,8 +9,6 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use support::*;
 
 fn with_idle_timeout(name: &str, seconds: u64) -> Session {
@@ -24,7 +22,7 @@ fn still_running(session: &mut Session) -> bool {
 }
 
 fn restart_record(session: &Session) -> Option<String> {
-    std::fs::read_to_string(session.path("pw/1a2b3c4d/daemon-restarts.json")).ok()
+    std::fs::read_to_string(session.namespace_dir().join(playpen_session::restarts::RECORD_FILE)).ok()
 }
 
 fn daemon_cmdline(session: &Session) -> String {
@@ -128,8 +126,7 @@ fn with_an_idle_timeout_a_killed_browser_is_restarted_and_reported_once() {
     let out = session.cli_ok(&["goto", &fixture.url("/next.html")]);
     assert!(out.contains("Page Title: Next page"), "{out}");
     wait_until("exactly one browser", Duration::from_secs(10), || session.browser_pids().len() == 1);
-    kill(Pid::from_raw(session.runtime_pid() as i32), Signal::SIGTERM).unwrap();
-    let status = session.wait_exit(Duration::from_secs(30));
+    let status = session.terminate(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0), "{}", session.log());
     assert!(session.processes().is_empty(), "{:#?}", session.processes());
 }
@@ -177,7 +174,7 @@ fn an_agents_own_close_through_the_wrapper_reopens_a_fresh_browser_without_a_rep
         std::thread::sleep(Duration::from_millis(100));
     }
     // The note goes once the fresh daemon runs; then the probe passes on the daemon alone.
-    let note = session.path("pw/1a2b3c4d/agent-close.json");
+    let note = session.namespace_dir().join(playpen_session::agent_close::NOTE_FILE);
     wait_until("the agent's note cleared", Duration::from_secs(60), || !note.exists());
     for _ in 0..3 {
         assert!(session.probe_ok(), "{}", session.log());
@@ -194,8 +191,7 @@ fn an_agents_own_close_through_the_wrapper_reopens_a_fresh_browser_without_a_rep
     session.cli_ok(&["close"]);
     wait_until("a new daemon", Duration::from_secs(30), || session.daemon_pid().is_some_and(|p| p != daemon));
     wait_until("the restart recorded", Duration::from_secs(10), || restart_record(&session).is_some());
-    kill(Pid::from_raw(session.runtime_pid() as i32), Signal::SIGTERM).unwrap();
-    let status = session.wait_exit(Duration::from_secs(30));
+    let status = session.terminate(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0), "{}", session.log());
     assert!(session.processes().is_empty(), "{:#?}", session.processes());
 }
@@ -204,7 +200,7 @@ fn an_agents_own_close_through_the_wrapper_reopens_a_fresh_browser_without_a_rep
 fn a_close_note_left_by_a_previous_container_does_not_make_the_next_one_ready_early() {
     // The namespace is an emptyDir: it outlives a container restart, notes included.
     let mut session = Session::new("again", None);
-    let namespace = session.path("pw/1a2b3c4d");
+    let namespace = session.namespace_dir();
     std::fs::create_dir_all(&namespace).unwrap();
     playpen_session::agent_close::announce(&namespace, "again", std::time::SystemTime::now()).unwrap();
     let note = namespace.join(playpen_session::agent_close::NOTE_FILE);
@@ -212,7 +208,6 @@ fn a_close_note_left_by_a_previous_container_does_not_make_the_next_one_ready_ea
     // Cleared at start: from then on the probe passes only on a daemon that answers.
     wait_until("the stale note cleared at start", Duration::from_secs(10), || !note.exists());
     session.wait_ready(Duration::from_secs(60));
-    kill(Pid::from_raw(session.runtime_pid() as i32), Signal::SIGTERM).unwrap();
-    let status = session.wait_exit(Duration::from_secs(30));
+    let status = session.terminate(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0), "{}", session.log());
 }

@@ -242,9 +242,7 @@ fn with_the_sandbox_enforced_renderers_run_in_their_own_user_namespace() {
         let ns = user_ns(renderer.pid).expect("the renderer's user namespace");
         assert_ne!(ns, runtime_ns, "renderer {} shares the runtime's user namespace", renderer.pid);
     }
-    kill(Pid::from_raw(runtime as i32), Signal::SIGTERM).unwrap();
-    let status = session.child.as_mut().unwrap().wait().unwrap();
-    session.child = None;
+    let status = session.terminate(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0), "{}", session.log());
     assert!(session.processes().is_empty(), "{:#?}", session.processes());
 }

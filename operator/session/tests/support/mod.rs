@@ -163,6 +163,12 @@ impl Session {
         s
     }
 
+    /// The session's socket namespace (`<data home>/pw/<8hex>`): the restart
+    /// record and an agent's close note live there.
+    pub fn namespace_dir(&self) -> PathBuf {
+        self.sockets_dir.parent().unwrap().to_owned()
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
@@ -375,6 +381,14 @@ impl Session {
         let tmp = self.path("runtime.json.tmp");
         std::fs::write(&tmp, config.to_string()).unwrap();
         std::fs::rename(tmp, path).unwrap();
+    }
+
+    /// Sends the runtime SIGTERM (what the kubelet sends on delete) and waits
+    /// for its exit, as [`Self::wait_exit`].
+    pub fn terminate(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(self.runtime_pid() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        self.wait_exit(timeout)
     }
 
     /// Waits for the runtime to exit on its own; panics with its log after `timeout`.
