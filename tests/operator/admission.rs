@@ -40,7 +40,7 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
         (
             "long-name",
             json!({"image": "i", "sessionName": "a".repeat(46)}),
-            "spec.sessionName must be at most 45 characters",
+            "spec.sessionName: Too long: may not be more than 45",
         ),
         (
             "zero-age",
@@ -154,5 +154,78 @@ async fn examples_are_accepted_by_the_api_server() -> anyhow::Result<()> {
         let created = api.create(&kube::api::PostParams { dry_run: true, ..Default::default() }, &bs).await?;
         assert_eq!(created.spec, bs.spec, "{file} is stored as written");
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn over_long_values_are_refused_with_the_field_path_and_the_limit() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "bounds").await?;
+    let n = ns.name.as_str();
+    let long = |n: usize| "a".repeat(n);
+    let many = |n: usize| vec!["--x"; n];
+    let labels: serde_json::Map<String, Value> = (0..65).map(|i| (format!("k{i}"), json!("v"))).collect();
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("image", json!({"image": long(4097)}), "spec.image: Too long: may not be more than 4096 bytes"),
+        (
+            "exe",
+            json!({"image": "i", "launchConfig": {"executablePath": format!("/{}", "é".repeat(4096))}}),
+            "spec.launchConfig.executablePath: Too long: may not be more than 4096 bytes",
+        ),
+        (
+            "args",
+            json!({"image": "i", "launchConfig": {"args": many(257)}}),
+            "spec.launchConfig.args: Too many: 257: must have at most 256 items",
+        ),
+        (
+            "arg",
+            json!({"image": "i", "launchConfig": {"args": [long(4097)]}}),
+            "spec.launchConfig.args[0]: Too long: may not be more than 4096 bytes",
+        ),
+        (
+            "selector",
+            json!({"image": "i", "pod": {"nodeSelector": labels}}),
+            "spec.pod.nodeSelector: Too many: 65: must have at most 64 items",
+        ),
+        (
+            "shm",
+            json!({"image": "i", "pod": {"shmSize": long(65)}}),
+            "spec.pod.shmSize: Too long: may not be more than 64 bytes",
+        ),
+        (
+            "env",
+            json!({"image": "i", "agent": {"image": "a", "env": [{"name": "T", "value": long(32_769)}]}}),
+            "spec.agent.env[0].value: Too long: may not be more than 32768 bytes",
+        ),
+        (
+            "secret",
+            json!({"image": "i", "authState": {"secretRef": {"name": long(254)}}}),
+            "spec.authState.secretRef.name: Too long: may not be more than 253 bytes",
+        ),
+    ];
+    for (name, spec, message) in cases {
+        refused(&client, n, session(name, spec), message).await;
+    }
+    // At the limits, accepted.
+    let at_limit = json!({"image": long(4096), "launchConfig": {"args": many(256)},
+        "pod": {"shmSize": "1536Mi"}, "agent": {"image": "a", "env": [{"name": "T", "value": long(32_768)}]}});
+    create(&client, n, session("at-limit", at_limit)).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_api_server_accepts_the_crd_so_every_cel_rule_is_within_its_cost_budget() -> anyhow::Result<()> {
+    // The API server estimates each rule's worst-case cost from the schema's
+    // bounds and refuses a CRD over budget; a dry-run apply asks it.
+    let client = client().await?;
+    let text = std::fs::read_to_string(playpen_tests::CRD_PATH)?;
+    let crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
+        serde_yaml::from_str(&text)?;
+    let api: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client);
+    let params = PatchParams { dry_run: true, ..PatchParams::apply("playpen-tests").force() };
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    api.patch(&name, &params, &Patch::Apply(&crd)).await?;
     Ok(())
 }

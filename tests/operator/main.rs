@@ -2,10 +2,12 @@
 //! kube-controller-manager (no kubelet: Pod status is written by the tests).
 
 mod admission;
+mod hostile;
 mod leader;
 mod reconcile;
 
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use playpen_api::BrowserSession;
 use serde_json::Value;
@@ -20,4 +22,42 @@ pub async fn create(client: &Client, ns: &str, body: Value) -> Result<BrowserSes
 pub fn session(name: &str, spec: Value) -> Value {
     serde_json::json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
         "metadata": {"name": name}, "spec": spec})
+}
+
+/// Writes Pod `name`'s status as a kubelet would (there is none in this tier).
+pub async fn set_pod_status(pods: &Api<Pod>, name: &str, status: Value) -> anyhow::Result<()> {
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(serde_json::json!({"status": status}))).await?;
+    Ok(())
+}
+
+/// The browser container's status as a kubelet reports it.
+pub fn container(ready: bool, restarts: i32, state: Value, last: Value) -> Value {
+    serde_json::json!({"name": "browser", "ready": ready, "restartCount": restarts, "image": "i", "imageID": "",
+        "state": state, "lastState": last})
+}
+
+/// Waits (up to 10 s) for the scheduler's verdict on Pod `name`. The node is
+/// tainted for the e2e suite only, so the real kube-scheduler marks this
+/// suite's Pods unschedulable once; a status written before that would have
+/// its PodScheduled overwritten. Without a scheduler (control plane only)
+/// nothing comes, and that is fine.
+pub async fn after_scheduler_verdict(pods: &Api<Pod>, name: &str) {
+    let _ = playpen_tests::eventually(std::time::Duration::from_secs(10), || async {
+        let conditions = pods.get(name).await?.status.and_then(|s| s.conditions).unwrap_or_default();
+        anyhow::ensure!(conditions.iter().any(|c| c.type_ == "PodScheduled"), "no scheduling verdict yet");
+        Ok(())
+    })
+    .await;
+}
+
+/// (reason, message) of every Event about object `name` in `ns`.
+pub async fn events_for(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
+    let list = events.list(&kube::api::ListParams::default()).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect())
 }

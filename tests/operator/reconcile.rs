@@ -4,17 +4,16 @@
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context as _};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, PersistentVolumeClaim, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
 use playpen_tests::{client, ensure_crd, eventually, http_get, RunningOperator, TestNamespace};
 use serde_json::json;
 
-use crate::{create, session};
+use crate::{after_scheduler_verdict, container, create, events_for, session};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -24,17 +23,6 @@ async fn status_of(api: &Api<BrowserSession>, name: &str) -> anyhow::Result<play
 
 fn condition(s: &playpen_api::BrowserSessionStatus, t: &str) -> Option<(String, String, String)> {
     s.conditions.iter().find(|c| c.type_ == t).map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-}
-
-async fn events_for(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<(String, String)>> {
-    let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    let list = events.list(&ListParams::default()).await?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(name))
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-        .collect())
 }
 
 #[tokio::test]
@@ -205,15 +193,9 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the Pod's status as a kubelet would.
+/// Writes the demo session's Pod status as a kubelet would.
 async fn set_pod_status(pods: &Api<Pod>, status: serde_json::Value) -> anyhow::Result<()> {
-    pods.patch_status("demo-browser", &PatchParams::default(), &Patch::Merge(json!({"status": status}))).await?;
-    Ok(())
-}
-
-fn container(ready: bool, restarts: i32, state: serde_json::Value, last: serde_json::Value) -> serde_json::Value {
-    json!({"name": "browser", "ready": ready, "restartCount": restarts, "image": "i", "imageID": "",
-        "state": state, "lastState": last})
+    crate::set_pod_status(pods, "demo-browser", status).await
 }
 
 #[tokio::test]
@@ -238,16 +220,7 @@ async fn pod_status_drives_phase_and_conditions_then_gc_cleans_up() -> anyhow::R
             .await
         }
     };
-    // The node is tainted for the e2e suite only, so the real kube-scheduler
-    // marks this Pod unschedulable once; let it, before writing the status a
-    // kubelet would (it would otherwise overwrite PodScheduled afterwards).
-    // Without a scheduler (control plane only) nothing comes, and that is fine.
-    let _ = eventually(Duration::from_secs(10), || async {
-        let conditions = pods.get("demo-browser").await?.status.and_then(|s| s.conditions).unwrap_or_default();
-        ensure!(conditions.iter().any(|c| c.type_ == "PodScheduled"), "no scheduling verdict yet");
-        Ok(())
-    })
-    .await;
+    after_scheduler_verdict(&pods, "demo-browser").await;
     let scheduled = json!([{"type": "PodScheduled", "status": "True"}]);
     set_pod_status(
         &pods,

@@ -5,6 +5,7 @@
 pub mod layout;
 pub mod naming;
 pub mod runtime_config;
+pub mod text;
 pub mod v1alpha1;
 
 pub use v1alpha1::{BrowserSession, BrowserSessionSpec, BrowserSessionStatus};

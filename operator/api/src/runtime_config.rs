@@ -54,12 +54,25 @@ pub struct TerminationReport {
     pub message: String,
 }
 
+/// Reason of a report whose own reason is missing or unusable.
+pub const FALLBACK_REASON: &str = "BrowserContainerFailed";
+/// The kubelet keeps at most 4096 bytes of a termination message; a report
+/// never carries more, whatever the text claims.
+pub const REPORT_MESSAGE_MAX_BYTES: usize = 4096;
+
 impl TerminationReport {
     /// Parses a termination message: the JSON report, or any other text
-    /// (for example the log tail the kubelet falls back to) as-is.
+    /// (for example the log tail the kubelet falls back to) as-is. The Pod
+    /// writes it, so it is untrusted: the reason is replaced when the API
+    /// server would refuse it in a condition, and the message is bounded.
     pub fn parse(text: &str) -> Self {
-        serde_json::from_str(text.trim())
-            .unwrap_or_else(|_| Self { reason: "BrowserContainerFailed".to_owned(), message: text.trim().to_owned() })
+        let text = text.trim();
+        let report: Self = serde_json::from_str(text)
+            .unwrap_or_else(|_| Self { reason: FALLBACK_REASON.to_owned(), message: text.to_owned() });
+        Self {
+            reason: crate::text::condition_reason(&report.reason, FALLBACK_REASON),
+            message: crate::text::truncate(&report.message, REPORT_MESSAGE_MAX_BYTES),
+        }
     }
 }
 
@@ -78,5 +91,15 @@ mod tests {
         let raw = TerminationReport::parse("  panic: boom\n");
         assert_eq!(raw.reason, "BrowserContainerFailed");
         assert_eq!(raw.message, "panic: boom");
+    }
+
+    #[test]
+    fn hostile_reports_are_cleaned() {
+        let text = serde_json::json!({"reason": "not a reason!", "message": "é".repeat(5000)}).to_string();
+        let r = TerminationReport::parse(&text);
+        assert_eq!(r.reason, FALLBACK_REASON);
+        assert!(r.message.len() <= REPORT_MESSAGE_MAX_BYTES && r.message.ends_with('…'));
+        let raw = TerminationReport::parse(&"\u{0}x".repeat(3000));
+        assert!(raw.message.len() <= REPORT_MESSAGE_MAX_BYTES);
     }
 }

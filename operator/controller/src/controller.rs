@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;
@@ -16,6 +19,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::MANAGER;
+use playpen_api::text::{truncate, EVENT_NOTE_MAX_BYTES};
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode};
 use playpen_api::BrowserSession;
 use serde_json::json;
@@ -63,7 +67,8 @@ impl Context {
         let event = Event {
             type_,
             reason: reason.to_owned(),
-            note: Some(note),
+            // The API refuses a longer note, and notes carry text from outside.
+            note: Some(truncate(&note, EVENT_NOTE_MAX_BYTES)),
             action: "Reconcile".to_owned(),
             secondary: None,
         };
@@ -150,6 +155,25 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     })
 }
 
+/// Runs one reconcile so that a panic in it becomes [`Error::Panicked`] for
+/// that object (backoff, a `ReconcileFailed` Event, the panic counter)
+/// instead of unwinding through the controller and ending the process,
+/// which would stop every other tenant's sessions.
+async fn catch_panics(reconcile: impl Future<Output = Result<Action>>, ctx: &Context) -> Result<Action> {
+    match AssertUnwindSafe(reconcile).catch_unwind().await {
+        Ok(result) => result,
+        Err(payload) => {
+            ctx.metrics.panics.inc();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".to_owned());
+            Err(Error::Panicked(message))
+        }
+    }
+}
+
 fn key(bs: &BrowserSession) -> String {
     format!("{}/{}", bs.namespace().unwrap_or_default(), bs.name_any())
 }
@@ -225,11 +249,21 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
 
 /// Runs the controllers (one per listed namespace, or one cluster-wide)
 /// until `shutdown` resolves.
-pub async fn run(
+pub async fn run(ctx: Arc<Context>, namespaces: &[String], shutdown: impl Future<Output = ()> + Send + 'static) {
+    run_with(ctx, namespaces, shutdown, reconcile).await;
+}
+
+/// [`run`] with another reconcile function: tests wrap [`reconcile`] to
+/// inject a fault; production uses [`run`]. Panics are caught either way.
+pub async fn run_with<R, F>(
     ctx: Arc<Context>,
     namespaces: &[String],
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) {
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    reconciler: R,
+) where
+    R: Fn(Arc<BrowserSession>, Arc<Context>) -> F + Clone + Send + 'static,
+    F: Future<Output = Result<Action>> + Send + 'static,
+{
     let targets: Vec<Option<&str>> =
         if namespaces.is_empty() { vec![None] } else { namespaces.iter().map(|n| Some(n.as_str())).collect() };
     let controllers: Vec<_> = targets.iter().map(|ns| controller_for(&ctx.client, *ns)).collect();
@@ -240,7 +274,17 @@ pub async fn run(
         c.graceful_shutdown_on(async move {
             let _ = stop.wait_for(|s| *s).await;
         })
-        .run(reconcile, error_policy, ctx.clone())
+        .run(
+            {
+                let reconciler = reconciler.clone();
+                move |bs: Arc<BrowserSession>, ctx: Arc<Context>| {
+                    let attempt = reconciler(bs, ctx.clone());
+                    async move { catch_panics(attempt, &ctx).await }
+                }
+            },
+            error_policy,
+            ctx.clone(),
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "reconcile result");

@@ -36,6 +36,10 @@ pub enum Error {
     /// The spec cannot be turned into children (admission should have refused it).
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
+    /// The reconcile of this object panicked (a bug): caught, so that one
+    /// object cannot stop the operator for every other session.
+    #[error("reconcile panicked (a bug in playpen-operator; please report it): {0}")]
+    Panicked(String),
 }
 
 impl Error {
@@ -46,6 +50,7 @@ impl Error {
             Self::MissingMetadata(_) => "missing_metadata",
             Self::Serialize { .. } => "serialize",
             Self::InvalidSpec(_) => "invalid_spec",
+            Self::Panicked(_) => "panic",
         }
     }
 }

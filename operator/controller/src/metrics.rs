@@ -30,6 +30,8 @@ pub struct Metrics {
     pub reconciles: Counter,
     /// Reconcile failures by error.
     pub failures: Family<ErrorLabels, Counter>,
+    /// Reconciles that panicked (caught; the object is retried with backoff).
+    pub panics: Counter,
     /// Reconcile duration.
     pub duration: Histogram,
     /// Sessions by phase (from the controller's cache).
@@ -44,15 +46,21 @@ impl Default for Metrics {
         let mut registry = Registry::with_prefix("playpen");
         let reconciles = Counter::default();
         let failures = Family::<ErrorLabels, Counter>::default();
+        let panics = Counter::default();
         let duration = Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0]);
         let sessions = Family::<PhaseLabels, Gauge>::default();
         let leader = Gauge::default();
         registry.register("reconciles", "BrowserSession reconciles started", reconciles.clone());
         registry.register("reconcile_errors", "BrowserSession reconciles that failed, by error", failures.clone());
+        registry.register(
+            "reconcile_panics",
+            "BrowserSession reconciles that panicked and were caught",
+            panics.clone(),
+        );
         registry.register("reconcile_duration_seconds", "Duration of one reconcile", duration.clone());
         registry.register("sessions", "BrowserSessions by phase", sessions.clone());
         registry.register("leader", "1 while this replica holds the leader Lease", leader.clone());
-        Self { reconciles, failures, duration, sessions, leader, registry }
+        Self { reconciles, failures, panics, duration, sessions, leader, registry }
     }
 }
 
@@ -105,6 +113,7 @@ mod tests {
         assert!(text.contains("playpen_reconciles_total 1"), "{text}");
         assert!(text.contains("playpen_reconcile_errors_total{error=\"missing_metadata\"} 1"), "{text}");
         assert!(text.contains("playpen_reconcile_duration_seconds_count 1"), "{text}");
+        assert!(text.contains("playpen_reconcile_panics_total 0"), "{text}");
         assert!(text.contains("playpen_sessions{phase=\"Ready\"} 2"), "{text}");
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use playpen_api::layout::TERMINATION_MESSAGE_PATH;
 use playpen_api::runtime_config::TerminationReport;
+use playpen_api::text::truncate;
 
 /// The kubelet truncates termination messages at 4096 bytes; stay under it.
 const MAX_MESSAGE_BYTES: usize = 3800;
@@ -48,18 +49,6 @@ impl Reporter {
     }
 }
 
-/// Cuts `text` to at most `max` bytes on a character boundary.
-pub fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,7 +68,7 @@ mod tests {
     fn long_messages_are_cut_on_a_char_boundary() {
         let text = "é".repeat(3000);
         let cut = truncate(&text, 3801);
-        assert!(cut.len() <= 3801 + "…".len());
+        assert!(cut.len() <= 3801);
         assert!(cut.ends_with('…'));
         assert_eq!(truncate("short", 10), "short");
     }

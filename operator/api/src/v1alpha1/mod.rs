@@ -1,5 +1,6 @@
 //! `playpen.dev/v1alpha1`.
 
+pub mod bounds;
 mod spec;
 mod status;
 

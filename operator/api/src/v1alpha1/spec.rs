@@ -87,9 +87,9 @@ pub struct BrowserSessionSpec {
     /// `/var/lib/playpen/pw/<8hex>/s/cli/<16hex>-<name>.sock` stays under the
     /// 103-byte AF_UNIX limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// (Its maxLength comes from the socket budget, in `bounds`.)
     #[x_kube(
         validation = Rule::new("self.matches('^[a-z0-9][a-z0-9_.-]*$')").message("spec.sessionName must start with a lowercase letter or digit and contain only lowercase letters, digits, '-', '_' and '.'"),
-        validation = Rule::new("size(self) <= 45").message("spec.sessionName must be at most 45 characters, so the socket path /var/lib/playpen/pw/<8hex>/s/cli/<16hex>-<name>.sock stays under the 103-byte AF_UNIX limit"),
     )]
     pub session_name: Option<String>,
 

@@ -6,7 +6,8 @@
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
-use playpen_api::runtime_config::TerminationReport;
+use playpen_api::runtime_config::{TerminationReport, FALLBACK_REASON};
+use playpen_api::text::{condition_reason, truncate, CONDITION_MESSAGE_MAX_BYTES};
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode, ViewerStatus};
 use playpen_api::BrowserSession;
 
@@ -54,16 +55,14 @@ fn last_failure(c: &ContainerStatus) -> Option<TerminationReport> {
     if terminated.exit_code == 0 {
         return None;
     }
-    let mut report =
+    // TerminationReport::parse bounds and cleans what the Pod wrote.
+    let report =
         terminated.message.as_deref().filter(|m| !m.trim().is_empty()).map(TerminationReport::parse).unwrap_or_else(
             || TerminationReport {
-                reason: terminated.reason.clone().unwrap_or_else(|| "BrowserContainerFailed".into()),
+                reason: terminated.reason.clone().unwrap_or_else(|| FALLBACK_REASON.into()),
                 message: format!("the browser container exited with code {}", terminated.exit_code),
             },
         );
-    if report.message.len() > 1024 {
-        report.message.truncate(1024);
-    }
     Some(report)
 }
 
@@ -311,7 +310,14 @@ pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: 
     }
 }
 
+/// Reason of a condition whose reason (from a Pod, a kubelet or a scheduler)
+/// the API server would refuse.
+const UNREADABLE_REASON: &str = "Unspecified";
+
 /// Keeps `lastTransitionTime` when the condition's status did not change.
+/// Every condition leaves through here, so this is where text from outside
+/// is made acceptable to the API server: a refused status patch would leave
+/// the session without a status for good.
 fn settle(c: Cond, previous: &[Condition], generation: Option<i64>, now: Timestamp) -> Condition {
     let status = if c.ok { "True" } else { "False" };
     let last = previous
@@ -322,12 +328,14 @@ fn settle(c: Cond, previous: &[Condition], generation: Option<i64>, now: Timesta
     Condition {
         type_: c.type_.to_owned(),
         status: status.to_owned(),
-        reason: c.reason,
-        message: c.message,
+        reason: condition_reason(&c.reason, UNREADABLE_REASON),
+        message: truncate(&c.message, CONDITION_MESSAGE_MAX_BYTES),
         observed_generation: generation,
         last_transition_time: last,
     }
 }
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests;
