@@ -25,12 +25,20 @@ if ((free_gb < 15)); then
   log "WARNING: only ${free_gb} GB free here; the run needs about 15 GB (clean target/, 'docker image prune', ~/.cache/playpen/containerd)"
 fi
 
+# Property-based tests run the same cases on every CI run; a longer or
+# different run on demand: PROPTEST_CASES=10000 PROPTEST_RNG_SEED=<n> bash tests/run.sh
+export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261201}"
+
 log "formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 log "building tests"
 cargo test --workspace --locked --no-run
+# The split-brain test runs operator replicas as processes it can pause.
+cargo build -p playpen-operator --locked
+PLAYPEN_OPERATOR_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/playpen-operator"
+export PLAYPEN_OPERATOR_BIN
 
 log "starting a fresh single-node cluster (state left by a demo or an earlier run is purged)"
 trap 'tests/cluster/stop.sh --purge >/dev/null 2>&1 || true; tests/imagebuild/registry.sh --stop >/dev/null 2>&1 || true' EXIT

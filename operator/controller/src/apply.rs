@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::build::Children;
 use crate::error::{Error, Result};
+use crate::leader::Fence;
 
 /// What a child object must be to be server-side applied in a namespace.
 pub trait Child:
@@ -34,8 +35,30 @@ impl<K> Child for K where
 {
 }
 
+/// Where children are written: the client, and the leadership fence every
+/// write passes just before it is sent.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    /// API client.
+    pub client: &'a Client,
+    /// Leadership fence.
+    pub fence: &'a Fence,
+    /// Namespace of the session and its children.
+    pub namespace: &'a str,
+}
+
+impl Debug for Target<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target").field("namespace", &self.namespace).field("fence", &self.fence).finish()
+    }
+}
+
 /// Server-side applies `obj` (force: this manager owns these fields).
-pub async fn apply<K: Child>(client: &Client, namespace: &str, obj: &K) -> Result<K> {
+pub async fn apply<K: Child>(to: Target<'_>, obj: &K) -> Result<K> {
+    let Target { client, fence, namespace } = to;
+    if !fence.is_open() {
+        return Err(Error::NotLeader);
+    }
     let name = obj.name_any();
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(obj)).await.map_err(|source| Error::Kube {
@@ -52,12 +75,8 @@ pub async fn apply<K: Child>(client: &Client, namespace: &str, obj: &K) -> Resul
 /// builds it differently would fail every reconcile. It is only created
 /// when `create_pod` (every reference resolved). Returns the Pod as the API
 /// server holds it, with its status.
-pub async fn apply_children(
-    client: &Client,
-    namespace: &str,
-    children: &Children,
-    create_pod: bool,
-) -> Result<Option<Pod>> {
+pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: bool) -> Result<Option<Pod>> {
+    let Target { client, namespace, .. } = to;
     // Everything the Pod mounts or is isolated by, in parallel (independent
     // objects), and the existing Pod; only then the Pod itself.
     let name = children.pod.name_any();
@@ -73,23 +92,23 @@ pub async fn apply_children(
     };
     let (existing, ..) = futures::try_join!(
         existing,
-        apply_opt(client, namespace, children.launch_secret.as_ref()),
-        apply(client, namespace, &children.runtime_config),
-        apply_opt(client, namespace, children.snapshot_claim.as_ref()),
-        apply(client, namespace, &children.network_policy),
-        apply_opt(client, namespace, children.viewer_service.as_ref()),
+        apply_opt(to, children.launch_secret.as_ref()),
+        apply(to, &children.runtime_config),
+        apply_opt(to, children.snapshot_claim.as_ref()),
+        apply(to, &children.network_policy),
+        apply_opt(to, children.viewer_service.as_ref()),
     )?;
     match existing {
         Some(pod) => Ok(Some(pod)),
-        None if create_pod => apply(client, namespace, &children.pod).await.map(Some),
+        None if create_pod => apply(to, &children.pod).await.map(Some),
         None => Ok(None),
     }
 }
 
 /// [`apply`] for an optional child.
-async fn apply_opt<K: Child>(client: &Client, namespace: &str, obj: Option<&K>) -> Result<Option<K>> {
+async fn apply_opt<K: Child>(to: Target<'_>, obj: Option<&K>) -> Result<Option<K>> {
     match obj {
-        Some(obj) => apply(client, namespace, obj).await.map(Some),
+        Some(obj) => apply(to, obj).await.map(Some),
         None => Ok(None),
     }
 }

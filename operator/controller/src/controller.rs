@@ -27,6 +27,7 @@ use tracing::{info, instrument, warn};
 
 use crate::build::{self, Identity, Settings};
 use crate::error::{Error, Result};
+use crate::leader::Fence;
 use crate::metrics::{Metrics, PhaseLabels};
 use crate::operator::AbortOnDrop;
 use crate::status::{self, Observed};
@@ -42,6 +43,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     recorder: Recorder,
     failures: Mutex<HashMap<String, u32>>,
+    fence: Fence,
 }
 
 impl std::fmt::Debug for Context {
@@ -60,10 +62,19 @@ impl Context {
             settings,
             metrics,
             failures: Mutex::default(),
+            fence: Fence::unconditional(),
         }
     }
 
+    /// Writes only while `fence` is open (leader election).
+    pub fn with_fence(self, fence: Fence) -> Self {
+        Self { fence, ..self }
+    }
+
     async fn publish(&self, bs: &BrowserSession, type_: EventType, reason: &str, note: String) {
+        if !self.fence.is_open() {
+            return;
+        }
         let event = Event {
             type_,
             reason: reason.to_owned(),
@@ -130,11 +141,15 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // build
     let children = build::children(&bs, &id, &ctx.settings)?;
     // apply
-    let pod = apply::apply_children(&ctx.client, &id.namespace, &children, missing.is_empty()).await?;
+    let target = apply::Target { client: &ctx.client, fence: &ctx.fence, namespace: &id.namespace };
+    let pod = apply::apply_children(target, &children, missing.is_empty()).await?;
     // status
     let new = status::compute(&bs, &id, Observed { missing: &missing, pod: pod.as_ref() }, Timestamp::now());
     publish_events(&ctx, &bs, &id, &new).await;
     if bs.status.as_ref() != Some(&new) {
+        if !ctx.fence.is_open() {
+            return Err(Error::NotLeader);
+        }
         let api: Api<BrowserSession> = Api::namespaced(ctx.client.clone(), &id.namespace);
         let patch = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "status": new});
         api.patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch)).await.map_err(

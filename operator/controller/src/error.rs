@@ -38,6 +38,9 @@ pub enum Error {
     InvalidSpec(String),
     /// The reconcile of this object panicked (a bug): caught, so that one
     /// object cannot stop the operator for every other session.
+    /// This replica's leadership term ended (or never began): it may not write.
+    #[error("not writing: this replica does not hold the leader Lease (its term ended)")]
+    NotLeader,
     #[error("reconcile panicked (a bug in playpen-operator; please report it): {0}")]
     Panicked(String),
 }
@@ -51,6 +54,7 @@ impl Error {
             Self::Serialize { .. } => "serialize",
             Self::InvalidSpec(_) => "invalid_spec",
             Self::Panicked(_) => "panic",
+            Self::NotLeader => "not_leader",
         }
     }
 }

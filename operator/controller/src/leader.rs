@@ -2,6 +2,7 @@
 //! replicas are safe: only the holder reconciles. Writes use the Lease's
 //! resourceVersion, so two candidates can never both win the same term.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -10,6 +11,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, PostParams};
 use kube::Client;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 /// Where the Lease lives and who we are.
 #[derive(Debug, Clone)]
@@ -108,26 +110,94 @@ async fn try_hold(api: &Api<Lease>, cfg: &LeaseConfig) -> Result<bool, kube::Err
     }
 }
 
-/// Runs forever, publishing `true` while we hold the Lease. Leadership is
-/// dropped as soon as a renewal cannot be confirmed within the lease
-/// duration, before another replica may take over.
-pub async fn run(client: Client, cfg: LeaseConfig, leading: watch::Sender<bool>) {
-    let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
-    let mut last_confirmed: Option<tokio::time::Instant> = None;
-    loop {
-        match try_hold(&api, &cfg).await {
-            Ok(true) => last_confirmed = Some(tokio::time::Instant::now()),
-            Ok(false) => last_confirmed = None,
-            Err(error) => tracing::warn!(%error, lease = %cfg.name, "leader election round failed"),
+/// Until when this replica may write, on its own monotonic clock. Every
+/// write of the operator checks it just before it is sent, so a replica
+/// that was paused (SIGSTOP, a frozen VM, a stalled network) and resumes
+/// after its term writes nothing, whatever work it had queued: its clock
+/// kept running while it was paused, and another replica may lead by now.
+#[derive(Debug, Clone)]
+pub struct Fence(Arc<Mutex<Term>>);
+
+#[derive(Debug, Clone, Copy)]
+enum Term {
+    /// No leader election: a single replica always may write.
+    Unconditional,
+    /// Leadership held until this instant (`None`: not held).
+    Until(Option<Instant>),
+}
+
+impl Fence {
+    /// A fence that always allows writes (no leader election).
+    pub fn unconditional() -> Self {
+        Self(Arc::new(Mutex::new(Term::Unconditional)))
+    }
+
+    /// A fence that allows nothing until a term is granted.
+    pub fn closed() -> Self {
+        Self(Arc::new(Mutex::new(Term::Until(None))))
+    }
+
+    fn term(&self) -> Term {
+        self.0.lock().map(|t| *t).unwrap_or(Term::Until(None))
+    }
+
+    fn set(&self, until: Option<Instant>) {
+        if let Ok(mut term) = self.0.lock() {
+            *term = Term::Until(until);
         }
-        // Give up a little before the Lease could expire for others.
-        let margin = cfg.lease_duration.saturating_sub(cfg.retry_period);
-        let holding = last_confirmed.is_some_and(|t| t.elapsed() < margin);
+    }
+
+    /// Whether a write may be sent now.
+    pub fn is_open(&self) -> bool {
+        match self.term() {
+            Term::Unconditional => true,
+            Term::Until(until) => until.is_some_and(|t| Instant::now() < t),
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        match self.term() {
+            Term::Unconditional => None,
+            Term::Until(until) => until,
+        }
+    }
+}
+
+/// Runs forever, publishing `true` while we hold the Lease and keeping
+/// `fence` to the term. A round that succeeds at `t` (taken before the
+/// request is sent) grants writes until `t + leaseDuration - retryPeriod`:
+/// others may take over only after `leaseDuration` from the renewal they
+/// see, which is later. A round is bounded by `retryPeriod`, so a hung API
+/// call cannot keep a stale leader going; and leadership is dropped at the
+/// deadline itself, not at the next round.
+pub async fn run(client: Client, cfg: LeaseConfig, leading: watch::Sender<bool>, fence: Fence) {
+    let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
+    let term = cfg.lease_duration.saturating_sub(cfg.retry_period);
+    let publish = |fence: &Fence| {
+        let holding = fence.is_open();
         if *leading.borrow() != holding {
             tracing::info!(identity = %cfg.identity, holding, "leadership changed");
             leading.send_replace(holding);
         }
-        tokio::time::sleep(cfg.retry_period).await;
+    };
+    loop {
+        let started = Instant::now();
+        match tokio::time::timeout(cfg.retry_period, try_hold(&api, &cfg)).await {
+            Ok(Ok(true)) => fence.set(Some(started + term)),
+            Ok(Ok(false)) => fence.set(None),
+            Ok(Err(error)) => tracing::warn!(%error, lease = %cfg.name, "leader election round failed"),
+            Err(_) => tracing::warn!(lease = %cfg.name, timeout = ?cfg.retry_period, "leader election round timed out"),
+        }
+        publish(&fence);
+        let next_round = started + cfg.retry_period;
+        loop {
+            let wake = fence.deadline().filter(|d| *d < next_round).unwrap_or(next_round);
+            tokio::time::sleep_until(wake).await;
+            publish(&fence);
+            if Instant::now() >= next_round {
+                break;
+            }
+        }
     }
 }
 
@@ -146,6 +216,19 @@ mod tests {
             renew_time: Some(MicroTime(ts(renewed))),
             ..LeaseSpec::default()
         }
+    }
+
+    #[test]
+    fn a_fence_is_open_only_within_its_term() {
+        assert!(Fence::unconditional().is_open());
+        let fence = Fence::closed();
+        assert!(!fence.is_open());
+        fence.set(Some(Instant::now() + Duration::from_secs(60)));
+        assert!(fence.is_open());
+        fence.set(Some(Instant::now()));
+        assert!(!fence.is_open(), "a term ends at its deadline");
+        fence.set(None);
+        assert!(!fence.is_open());
     }
 
     #[test]

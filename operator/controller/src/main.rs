@@ -50,6 +50,13 @@ struct RunArgs {
     /// This replica's identity in the Lease.
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
+    /// How long a leader's claim lasts without renewal (seconds).
+    #[arg(long, env = "PLAYPEN_LEASE_DURATION_SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(2..=3600))]
+    lease_duration_seconds: u64,
+    /// How often the leader renews and a standby retries (seconds); also the
+    /// bound of one renewal. Must be less than the lease duration.
+    #[arg(long, env = "PLAYPEN_LEASE_RETRY_SECONDS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=600))]
+    lease_retry_seconds: u64,
     /// Human-readable logs instead of JSON.
     #[arg(long, env = "PLAYPEN_LOG_TEXT", default_value_t = false)]
     log_text: bool,
@@ -87,6 +94,14 @@ async fn main() -> anyhow::Result<()> {
     playpen_operator::telemetry::init(!args.log_text);
     let enforced_seccomp =
         SeccompChoice::parse(&args.enforced_seccomp).map_err(anyhow::Error::msg).context("--enforced-seccomp")?;
+    if args.lease_retry_seconds >= args.lease_duration_seconds {
+        anyhow::bail!(
+            "--lease-retry-seconds ({}) must be less than --lease-duration-seconds ({}): a leader renews several \
+             times per term",
+            args.lease_retry_seconds,
+            args.lease_duration_seconds
+        );
+    }
     let identity = match args.identity {
         Some(id) => id,
         None => format!("playpen-operator-{}", std::process::id()),
@@ -99,8 +114,8 @@ async fn main() -> anyhow::Result<()> {
             name: args.lease_name,
             namespace: args.lease_namespace,
             identity,
-            lease_duration: Duration::from_secs(15),
-            retry_period: Duration::from_secs(2),
+            lease_duration: Duration::from_secs(args.lease_duration_seconds),
+            retry_period: Duration::from_secs(args.lease_retry_seconds),
         }),
         reporter: "playpen-operator".into(),
     };

@@ -13,7 +13,7 @@ use tracing::info;
 use crate::build::Settings;
 use crate::controller::{self, Context};
 use crate::http::{self, Health};
-use crate::leader::{self, LeaseConfig};
+use crate::leader::{self, Fence, LeaseConfig};
 use crate::metrics::Metrics;
 
 /// Everything `run` needs.
@@ -49,7 +49,11 @@ pub async fn start(
     let health = Arc::new(Health::default());
     let (http_addr, serving) = http::serve(config.http_addr, metrics.clone(), health.clone()).await?;
     let handles = Handles { metrics: metrics.clone(), http_addr };
-    let ctx = Arc::new(Context::new(client.clone(), config.settings.clone(), metrics.clone(), &config.reporter));
+    let fence = if config.lease.is_some() { Fence::closed() } else { Fence::unconditional() };
+    let ctx = Arc::new(
+        Context::new(client.clone(), config.settings.clone(), metrics.clone(), &config.reporter)
+            .with_fence(fence.clone()),
+    );
     let run = async move {
         // Guards: dropping this future (a test stopping the operator) ends
         // every task it spawned, including the Lease renewals.
@@ -59,10 +63,9 @@ pub async fn start(
             }
         }));
         let (leading_tx, mut leading) = watch::channel(config.lease.is_none());
-        let elector = config
-            .lease
-            .clone()
-            .map(|lease| AbortOnDrop(tokio::spawn(leader::run(client.clone(), lease, leading_tx.clone()))));
+        let elector = config.lease.clone().map(|lease| {
+            AbortOnDrop(tokio::spawn(leader::run(client.clone(), lease, leading_tx.clone(), fence.clone())))
+        });
         // Held for the whole run: a closed channel would read as "lost".
         let _leading_tx = leading_tx;
         health.ready.store(true, Ordering::Relaxed);
