@@ -4,6 +4,7 @@
 
 mod access;
 mod install;
+mod policy;
 mod render;
 
 use std::io::Write;

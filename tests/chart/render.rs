@@ -13,6 +13,10 @@ const VALUE_SETS: &[(&str, &[&str])] = &[
         &["--set", "logFormat=text", "--set", "userRoles.enabled=false", "--set", "crds.install=false"],
     ),
     ("seccomp-installer", &["--set", "seccompProfileInstaller.enabled=true"]),
+    (
+        "admission-policy-warn",
+        &["--set", "admissionPolicy.enabled=true", "--set", "admissionPolicy.validationActions={Warn,Audit}"],
+    ),
     ("unconfined", &["--set", "sessions.enforcedSeccomp=unconfined", "--set", "leaderElection.enabled=false"]),
 ];
 

@@ -1,0 +1,106 @@
+//! The chart's opt-in ValidatingAdmissionPolicy on the real API server: a
+//! BrowserSession may reference only the Secrets and ServiceAccount its
+//! namespace's annotations allow, and every refusal names the field.
+
+use std::time::Duration;
+
+use anyhow::{bail, ensure};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use playpen_api::BrowserSession;
+use playpen_tests::{client, ensure_crd, eventually, TestNamespace};
+use serde_json::{json, Value};
+
+use crate::{helm, kubectl, CHART};
+
+/// Creates (dry run: admission runs, nothing is stored) a session with `spec`.
+async fn admit(api: &Api<BrowserSession>, name: &str, spec: Value) -> anyhow::Result<Result<(), String>> {
+    let bs: BrowserSession = serde_json::from_value(json!({"apiVersion": "playpen.dev/v1alpha1",
+        "kind": "BrowserSession", "metadata": {"name": name}, "spec": spec}))?;
+    match api.create(&PostParams { dry_run: true, ..PostParams::default() }, &bs).await {
+        Ok(_) => Ok(Ok(())),
+        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 403 => Ok(Err(status.message)),
+        Err(other) => Err(other.into()),
+    }
+}
+
+#[tokio::test]
+async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let guarded = TestNamespace::new(&client, "vap").await?;
+    let open = TestNamespace::new(&client, "novap").await?;
+    let g = guarded.name.as_str();
+    // Scope the binding to this test's namespace: the policy is cluster-wide.
+    let release = format!("pol-{}", &g[g.len() - 6..]);
+    let selector = json!({"matchLabels": {"playpen.dev/test-policy": g}}).to_string();
+    let rendered = helm(&[
+        "template",
+        &release,
+        CHART,
+        "--show-only",
+        "templates/admission-policy.yaml",
+        "--set",
+        "admissionPolicy.enabled=true",
+        "--set-json",
+        &format!("admissionPolicy.namespaceSelector={selector}"),
+    ])?;
+    kubectl(&["apply", "--server-side", "--field-manager", "playpen-tests", "-f", "-"], Some(&rendered))?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let meta = json!({"metadata": {"labels": {"playpen.dev/test-policy": g}, "annotations": {
+        "playpen.dev/allowed-secrets": "launch-ok, auth-ok,pull-ok,token-ok",
+        "playpen.dev/allowed-service-accounts": "agent-sa"}}});
+    namespaces.patch(g, &PatchParams::default(), &Patch::Merge(meta)).await?;
+
+    let api: Api<BrowserSession> = Api::namespaced(client.clone(), g);
+    let launch = |name: &str| json!({"image": "i", "launchConfig": {"secretRef": {"name": name}}});
+    // The API server picks the policy up within a few seconds.
+    let message = eventually(Duration::from_secs(30), || async {
+        match admit(&api, "bad-launch", launch("launch-bad")).await? {
+            Ok(()) => bail!("not refused yet (policy not active?)"),
+            Err(message) => Ok(message),
+        }
+    })
+    .await?;
+    assert!(
+        message.contains("spec.launchConfig.secretRef.name: Secret launch-bad is not allowed")
+            && message.contains("playpen.dev/allowed-secrets"),
+        "{message}"
+    );
+    let allowed = json!({"image": "i", "launchConfig": {"secretRef": {"name": "launch-ok"}},
+        "authState": {"secretRef": {"name": "auth-ok"}}, "imagePullSecrets": [{"name": "pull-ok"}],
+        "pod": {"serviceAccountName": "agent-sa"},
+        "agent": {"image": "a", "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "token-ok", "key": "t"}}}]}});
+    let verdict = admit(&api, "allowed", allowed).await?;
+    ensure!(verdict.is_ok(), "every listed reference is allowed: {verdict:?}");
+    let refused: Vec<(Value, &str)> = vec![
+        (
+            json!({"image": "i", "authState": {"secretRef": {"name": "other"}}}),
+            "spec.authState.secretRef.name: Secret other",
+        ),
+        (
+            json!({"image": "i", "imagePullSecrets": [{"name": "pull-ok"}, {"name": "x"}]}),
+            "spec.imagePullSecrets[].name: Secret x is",
+        ),
+        (
+            json!({"image": "i", "agent": {"image": "a", "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "db", "key": "k"}}}]}}),
+            "spec.agent.env[].valueFrom.secretKeyRef.name: Secret db",
+        ),
+        (
+            json!({"image": "i", "pod": {"serviceAccountName": "default"}}),
+            "spec.pod.serviceAccountName: ServiceAccount default",
+        ),
+    ];
+    for (spec, want) in refused {
+        match admit(&api, "refused", spec.clone()).await? {
+            Ok(()) => bail!("accepted, expected {want:?}: {spec}"),
+            Err(message) => ensure!(message.contains(want), "expected {want:?} in {message}"),
+        }
+    }
+    // A namespace the binding does not select is not restricted.
+    let unguarded: Api<BrowserSession> = Api::namespaced(client.clone(), &open.name);
+    let verdict = admit(&unguarded, "free", launch("launch-bad")).await?;
+    ensure!(verdict.is_ok(), "the policy must apply only where its binding selects: {verdict:?}");
+    kubectl(&["delete", "--ignore-not-found", "-f", "-"], Some(&rendered))?;
+    Ok(())
+}
