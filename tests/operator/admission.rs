@@ -203,9 +203,33 @@ async fn over_long_values_are_refused_with_the_field_path_and_the_limit() -> any
             json!({"image": "i", "authState": {"secretRef": {"name": long(254)}}}),
             "spec.authState.secretRef.name: Too long: may not be more than 253 bytes",
         ),
+        (
+            "env-name",
+            json!({"image": "i", "agent": {"image": "a", "env": [{"name": "A=B", "value": "v"}]}}),
+            "spec.agent.env[0].name: Invalid value",
+        ),
+        (
+            "dup-pull",
+            json!({"image": "i", "imagePullSecrets": [{"name": "p"}, {"name": "p"}]}),
+            "spec.imagePullSecrets[1]: Duplicate value",
+        ),
+        ("image-space", json!({"image": " playpen/browser"}), "spec.image: Invalid value"),
+        ("neg-shm", json!({"image": "i", "pod": {"shmSize": "-1Gi"}}), "spec.pod.shmSize: Invalid value"),
     ];
     for (name, spec, message) in cases {
         refused(&client, n, session(name, spec), message).await;
+    }
+    // A number no int32 field holds: refused, or the operator could not read
+    // the object (nor any list holding it). Sent raw: our own type cannot hold it.
+    let raw: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), n, &kube::api::ApiResource::erase::<BrowserSession>(&()));
+    let huge: kube::api::DynamicObject = serde_json::from_value(session(
+        "int32",
+        json!({"image": "i", "snapshots": {"retention": {"maxCount": 1_u64 << 40}}}),
+    ))?;
+    match raw.create(&kube::api::PostParams::default(), &huge).await {
+        Err(kube::Error::Api(s)) => assert!(s.message.contains("spec.snapshots.retention.maxCount"), "{}", s.message),
+        other => panic!("a 2^40 maxCount must be refused: {other:?}"),
     }
     // At the limits, accepted.
     let at_limit = json!({"image": long(4096), "launchConfig": {"args": many(256)},

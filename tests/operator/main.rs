@@ -4,6 +4,7 @@
 mod admission;
 mod hostile;
 mod leader;
+mod properties;
 mod reconcile;
 
 use k8s_openapi::api::core::v1::Pod;

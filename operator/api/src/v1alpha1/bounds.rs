@@ -37,6 +37,40 @@ pub enum Selector {
     Field(&'static str),
 }
 
+/// The form a string must have where Kubernetes itself checks it in the
+/// child the operator builds (a Pod, a claim): refused at admission with the
+/// field's path instead of failing every reconcile later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// What the docs call it.
+    pub name: &'static str,
+    /// The `pattern` (RE2, as the API server evaluates it).
+    pub pattern: &'static str,
+}
+
+/// An object name: a lowercase RFC 1123 subdomain.
+pub const DNS_SUBDOMAIN: Shape = Shape {
+    name: "DNS subdomain",
+    pattern: r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$",
+};
+/// A namespace name: a lowercase RFC 1123 label.
+pub const DNS_LABEL: Shape = Shape { name: "DNS label", pattern: r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" };
+/// A label key: an optional DNS prefix and '/', then a name of at most 63
+/// characters; empty allowed where Kubernetes allows it (a toleration).
+pub const LABEL_KEY_SHAPE: Shape = Shape {
+    name: "label key",
+    pattern: r"^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$",
+};
+/// A label value (possibly empty).
+pub const LABEL_VALUE_SHAPE: Shape =
+    Shape { name: "label value", pattern: r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$" };
+/// A Secret or ConfigMap key.
+pub const DATA_KEY: Shape = Shape { name: "Secret/ConfigMap key", pattern: r"^[-._a-zA-Z0-9]+$" };
+/// An environment variable name: printable ASCII but '='.
+pub const ENV_NAME: Shape = Shape { name: "printable ASCII except '='", pattern: r"^[\x20-\x3C\x3E-\x7E]+$" };
+/// An image reference: no surrounding whitespace (the kubelet refuses it).
+pub const IMAGE_REFERENCE: Shape = Shape { name: "no surrounding whitespace", pattern: r"^\S(.*\S)?$" };
+
 /// A bound, where it applies, and why it is that big.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limit {
@@ -44,16 +78,33 @@ pub struct Limit {
     pub at: Selector,
     /// How much.
     pub bound: Bound,
+    /// The form of a string, where Kubernetes checks it in a child.
+    pub shape: Option<Shape>,
+    /// For a list whose items a child keys by this field (server-side apply
+    /// refuses duplicates there): a list-map, so admission refuses them.
+    pub key: Option<&'static str>,
     /// Why this size (shown in docs/crd-reference.md).
     pub why: &'static str,
 }
 
+impl Limit {
+    /// The same limit, with a required form.
+    const fn shaped(self, shape: Shape) -> Self {
+        Self { shape: Some(shape), ..self }
+    }
+
+    /// The same limit on a list keyed by `key`.
+    const fn keyed_by(self, key: &'static str) -> Self {
+        Self { key: Some(key), ..self }
+    }
+}
+
 const fn path(at: &'static str, bound: Bound, why: &'static str) -> Limit {
-    Limit { at: Selector::Path(at), bound, why }
+    Limit { at: Selector::Path(at), bound, shape: None, key: None, why }
 }
 
 const fn field(at: &'static str, bound: Bound, why: &'static str) -> Limit {
-    Limit { at: Selector::Field(at), bound, why }
+    Limit { at: Selector::Field(at), bound, shape: None, key: None, why }
 }
 
 use Bound::{Items, Length, Properties, Quantity};
@@ -63,8 +114,10 @@ const DNS_NAME: &str = "a Kubernetes object name (DNS subdomain)";
 const LABEL_KEY: &str = "a label key: 253-byte prefix, '/', 63-byte name";
 const LABEL_VALUE: &str = "a label value";
 const QUANTITY: &str = "a resource quantity such as 1536Mi";
-/// The string form of a resource quantity (Kubernetes' own grammar).
-pub const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+/// The string form of a resource quantity (Kubernetes' own grammar, without
+/// a minus: every quantity here is a size, and the kubelet refuses a negative one).
+pub const QUANTITY_PATTERN: &str =
+    r"^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
 const SELECTOR_TERMS: &str = "scheduling terms; more is a mistake, and each multiplies CEL cost";
 
 /// Every bound of the schema. Exact paths win over field names.
@@ -72,9 +125,9 @@ pub fn limits() -> Vec<Limit> {
     let session_name = max_session_name_len();
     vec![
         // Our own fields.
-        path("spec.image", Length(4096), IMAGE),
-        path("spec.agent.image", Length(4096), IMAGE),
-        path("spec.imagePullSecrets", Items(16), "pull Secrets of one Pod"),
+        path("spec.image", Length(4096), IMAGE).shaped(IMAGE_REFERENCE),
+        path("spec.agent.image", Length(4096), IMAGE).shaped(IMAGE_REFERENCE),
+        path("spec.imagePullSecrets", Items(16), "pull Secrets of one Pod").keyed_by("name"),
         path(
             "spec.sessionName",
             Length(session_name),
@@ -87,12 +140,20 @@ pub fn limits() -> Vec<Limit> {
         path("spec.agent.command[]", Length(4096), "one word of a command line"),
         path("spec.agent.args", Items(256), "arguments of the agent"),
         path("spec.agent.args[]", Length(4096), "one argument"),
-        path("spec.agent.env", Items(256), "environment variables of the agent"),
+        path("spec.agent.env", Items(256), "environment variables of the agent").keyed_by("name"),
+        path("spec.agent.env[].name", Length(253), "an environment variable name").shaped(ENV_NAME),
         path("spec.agent.env[].value", Length(32_768), "one environment value (a token, a small config)"),
+        path("spec.agent.env[].valueFrom.secretKeyRef.key", Length(253), "a Secret key").shaped(DATA_KEY),
+        path("spec.agent.env[].valueFrom.configMapKeyRef.key", Length(253), "a ConfigMap key").shaped(DATA_KEY),
+        path("spec.agent.env[].valueFrom.fileKeyRef.key", Length(253), "a key in an env file"),
+        path("spec.launchConfig.secretRef.key", Length(253), "a Secret key").shaped(DATA_KEY),
+        path("spec.authState.secretRef.key", Length(253), "a Secret key").shaped(DATA_KEY),
+        path("spec.agent.resources.claims[].name", Length(63), "a claim in the Pod (DNS label)").shaped(DNS_LABEL),
+        path("spec.pod.resources.claims[].name", Length(63), "a claim in the Pod (DNS label)").shaped(DNS_LABEL),
         path("spec.pod.nodeSelector", Properties(64), "node labels to match"),
-        path("spec.pod.nodeSelector{}", Length(63), LABEL_VALUE),
+        path("spec.pod.nodeSelector{}", Length(63), LABEL_VALUE).shaped(LABEL_VALUE_SHAPE),
         path("spec.pod.tolerations", Items(64), "tolerations of one Pod"),
-        path("spec.pod.tolerations[].value", Length(63), LABEL_VALUE),
+        path("spec.pod.tolerations[].value", Length(63), LABEL_VALUE).shaped(LABEL_VALUE_SHAPE),
         path("status.conditions", Items(16), "the operator writes six"),
         path("status.conditions[].message", Length(32_768), "metav1.Condition's own bound"),
         path("status.conditions[].reason", Length(1024), "metav1.Condition's own bound"),
@@ -106,16 +167,16 @@ pub fn limits() -> Vec<Limit> {
         path("status.sessionName", Length(session_name), "the same bound as spec.sessionName"),
         path("status.socketNamespace", Length(16), "8 hex digits"),
         // Fields of embedded Kubernetes types (and ours with the same meaning).
-        field("name", Length(253), DNS_NAME),
-        field("claimName", Length(253), DNS_NAME),
-        field("storageClassName", Length(253), DNS_NAME),
-        field("priorityClassName", Length(253), DNS_NAME),
-        field("serviceAccountName", Length(253), DNS_NAME),
+        field("name", Length(253), DNS_NAME).shaped(DNS_SUBDOMAIN),
+        field("claimName", Length(253), DNS_NAME).shaped(DNS_SUBDOMAIN),
+        field("storageClassName", Length(253), DNS_NAME).shaped(DNS_SUBDOMAIN),
+        field("priorityClassName", Length(253), DNS_NAME).shaped(DNS_SUBDOMAIN),
+        field("serviceAccountName", Length(253), DNS_NAME).shaped(DNS_SUBDOMAIN),
         field("volumeName", Length(253), DNS_NAME),
         field("containerName", Length(253), DNS_NAME),
         field("request", Length(253), DNS_NAME),
-        field("key", Length(317), LABEL_KEY),
-        field("topologyKey", Length(317), LABEL_KEY),
+        field("key", Length(317), LABEL_KEY).shaped(LABEL_KEY_SHAPE),
+        field("topologyKey", Length(317), LABEL_KEY).shaped(LABEL_KEY_SHAPE),
         field("operator", Length(32), "an operator name such as In or Exists"),
         field("effect", Length(32), "a taint effect such as NoSchedule"),
         field("apiVersion", Length(64), "an API version such as v1"),
@@ -130,14 +191,14 @@ pub fn limits() -> Vec<Limit> {
         field("requiredDuringSchedulingIgnoredDuringExecution", Items(16), SELECTOR_TERMS),
         field("preferredDuringSchedulingIgnoredDuringExecution", Items(16), SELECTOR_TERMS),
         field("matchLabels", Properties(64), "labels one selector matches"),
-        field("matchLabels{}", Length(63), LABEL_VALUE),
+        field("matchLabels{}", Length(63), LABEL_VALUE).shaped(LABEL_VALUE_SHAPE),
         field("matchLabelKeys", Items(16), SELECTOR_TERMS),
-        field("matchLabelKeys[]", Length(317), LABEL_KEY),
+        field("matchLabelKeys[]", Length(317), LABEL_KEY).shaped(LABEL_KEY_SHAPE),
         field("mismatchLabelKeys", Items(16), SELECTOR_TERMS),
-        field("mismatchLabelKeys[]", Length(317), LABEL_KEY),
+        field("mismatchLabelKeys[]", Length(317), LABEL_KEY).shaped(LABEL_KEY_SHAPE),
         field("namespaces", Items(64), "namespaces one term names"),
-        field("namespaces[]", Length(63), "a namespace name (DNS label)"),
-        field("claims", Items(16), "dynamic resource claims of one container"),
+        field("namespaces[]", Length(63), "a namespace name (DNS label)").shaped(DNS_LABEL),
+        field("claims", Items(16), "dynamic resource claims of one container").keyed_by("name"),
         field("limits", Properties(16), "resource names of one container"),
         field("requests", Properties(16), "resource names of one container"),
         field("limits{}", Quantity(64), QUANTITY),
@@ -180,10 +241,10 @@ fn is_bounded(schema: &Value, kind: Kind) -> bool {
     }
 }
 
-fn lookup(limits: &[Limit], at: &str) -> Option<Bound> {
+fn lookup<'a>(limits: &'a [Limit], at: &str) -> Option<&'a Limit> {
     let last = at.rsplit('.').next().unwrap_or(at);
     let exact = limits.iter().find(|l| matches!(l.at, Selector::Path(p) if p == at));
-    exact.or_else(|| limits.iter().find(|l| matches!(l.at, Selector::Field(f) if f == last))).map(|l| l.bound)
+    exact.or_else(|| limits.iter().find(|l| matches!(l.at, Selector::Field(f) if f == last)))
 }
 
 /// Sets `bound` on `schema` when it fits the node's kind.
@@ -204,9 +265,26 @@ fn set(schema: &mut Value, kind: Kind, bound: Bound) {
         (Kind::IntOrString, Quantity(n)) => {
             object.insert("maxLength".into(), json!(n));
             object.insert("pattern".into(), json!(QUANTITY_PATTERN));
+            object.insert("minimum".into(), json!(0));
         }
         // A row of the wrong kind leaves the node unbounded; `unbounded` reports it.
         _ => {}
+    }
+}
+
+/// Makes `list` a list-map keyed by `key` (the key required in each item).
+fn key_list(list: &mut Value, key: &str) {
+    let Some(object) = list.as_object_mut() else { return };
+    if object.contains_key("x-kubernetes-list-type") {
+        return;
+    }
+    object.insert("x-kubernetes-list-type".into(), json!("map"));
+    object.insert("x-kubernetes-list-map-keys".into(), json!([key]));
+    if let Some(items) = object.get_mut("items").and_then(Value::as_object_mut) {
+        let required = items.entry("required").or_insert_with(|| json!([]));
+        if let Some(required) = required.as_array_mut().filter(|r| !r.iter().any(|k| k == key)) {
+            required.push(json!(key));
+        }
     }
 }
 
@@ -227,17 +305,38 @@ fn walk(schema: &mut Value, at: &str, visit: &mut dyn FnMut(&str, &mut Value)) {
     }
 }
 
+/// Gives an `int32` its range: the API server does not enforce the format,
+/// so without it a tenant could store a number no 32-bit field holds, and
+/// the operator could not read that object, nor the list it is in, which
+/// would stop reconciling for every namespace it watches.
+fn bound_int32(node: &mut Value) {
+    let is_int32 = node.get("type").and_then(Value::as_str) == Some("integer")
+        && node.get("format").and_then(Value::as_str) == Some("int32");
+    if let Some(object) = node.as_object_mut().filter(|_| is_int32) {
+        object.entry("minimum").or_insert_with(|| json!(i32::MIN));
+        object.entry("maximum").or_insert_with(|| json!(i32::MAX));
+    }
+}
+
 /// Bounds every node of `schema` (an `openAPIV3Schema`) that [`limits`] names
-/// and that has no bound of its own yet.
+/// and that has no bound of its own yet, and every `int32` to its range.
 pub fn apply(schema: &mut Value) {
     let limits = limits();
     walk(schema, "", &mut |at, node| {
+        bound_int32(node);
         let Some(kind) = kind_of(node) else { return };
         if is_bounded(node, kind) {
             return;
         }
-        if let Some(bound) = lookup(&limits, at) {
-            set(node, kind, bound);
+        if let Some(limit) = lookup(&limits, at) {
+            set(node, kind, limit.bound);
+            let shape = limit.shape.filter(|_| kind == Kind::String && node.get("pattern").is_none());
+            if let (Some(shape), Some(object)) = (shape, node.as_object_mut()) {
+                object.insert("pattern".into(), json!(shape.pattern));
+            }
+            if let Some(key) = limit.key.filter(|_| kind == Kind::List) {
+                key_list(node, key);
+            }
         }
     });
 }
@@ -250,13 +349,17 @@ pub fn unbounded(schema: &Value) -> Vec<String> {
         if let Some(kind) = kind_of(node).filter(|k| !is_bounded(node, *k)) {
             found.push(format!("{at} ({kind:?})"));
         }
+        let int32 = node.get("format").and_then(Value::as_str) == Some("int32");
+        if int32 && (node.get("minimum").is_none() || node.get("maximum").is_none()) {
+            found.push(format!("{at} (int32 without its range)"));
+        }
     });
     found
 }
 
 /// The bounds as a Markdown table, for docs/crd-reference.md (a test keeps them equal).
 pub fn markdown_table() -> String {
-    let mut out = String::from("| where | bound | why |\n| --- | --- | --- |\n");
+    let mut out = String::from("| where | bound | form | why |\n| --- | --- | --- | --- |\n");
     for limit in limits() {
         let at = match limit.at {
             Selector::Path(p) => format!("`{p}`"),
@@ -268,7 +371,12 @@ pub fn markdown_table() -> String {
             Properties(n) => format!("at most {n} entries"),
             Quantity(n) => format!("a quantity of at most {n} characters"),
         };
-        out.push_str(&format!("| {at} | {bound} | {} |\n", limit.why));
+        let form = match (limit.shape, limit.key) {
+            (Some(shape), _) => shape.name.to_owned(),
+            (None, Some(key)) => format!("unique `{key}`"),
+            (None, None) => String::new(),
+        };
+        out.push_str(&format!("| {at} | {bound} | {form} | {} |\n", limit.why));
     }
     out
 }
@@ -287,6 +395,7 @@ mod tests {
                 "pod": {"type": "object", "properties": {
                     "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}},
                     "shmSize": {"x-kubernetes-int-or-string": true},
+                    "port": {"type": "integer", "format": "int32"},
                     "priorityClassName": {"type": "string", "maxLength": 7}}},
                 "unknownNewField": {"type": "string"}}}}})
     }
@@ -302,9 +411,24 @@ mod tests {
         assert_eq!(spec["pod"]["properties"]["nodeSelector"]["maxProperties"], 64);
         assert_eq!(spec["pod"]["properties"]["nodeSelector"]["additionalProperties"]["maxLength"], 63);
         assert_eq!(spec["pod"]["properties"]["priorityClassName"]["maxLength"], 7, "an own bound wins");
+        assert_eq!(spec["image"]["pattern"], IMAGE_REFERENCE.pattern);
+        let port = &spec["pod"]["properties"]["port"];
+        assert_eq!((port["minimum"].as_i64(), port["maximum"].as_i64()), (Some(-2_147_483_648), Some(2_147_483_647)));
         assert_eq!(spec["pod"]["properties"]["shmSize"]["maxLength"], 64);
         assert_eq!(spec["pod"]["properties"]["shmSize"]["pattern"], QUANTITY_PATTERN);
         assert!(spec["sandbox"].get("maxLength").is_none(), "enums are bounded by their values");
+    }
+
+    #[test]
+    fn keyed_lists_refuse_duplicates_and_require_their_key() {
+        let mut list =
+            json!({"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}});
+        key_list(&mut list, "name");
+        assert_eq!(list["x-kubernetes-list-type"], "map");
+        assert_eq!(list["x-kubernetes-list-map-keys"], json!(["name"]));
+        assert_eq!(list["items"]["required"], json!(["name"]));
+        key_list(&mut list, "name");
+        assert_eq!(list["items"]["required"], json!(["name"]), "idempotent");
     }
 
     #[test]
