@@ -9,7 +9,7 @@ use crate::engine::{Engine, RunOptions};
 use crate::error::{Error, Result};
 use crate::fetch::{check_digest, Fetcher};
 use crate::image_layout as il;
-use crate::layer::{layer_tree, write_tar, LayerInput, NpmPackage};
+use crate::layer::{layer_tree, write_tar, LayerError, LayerInput, NpmPackage, TarLimits};
 use crate::lock::{Lock, LockedChromium};
 use crate::os_release::{detect_family, parse_os_release};
 use crate::spec::{OsFamily, SandboxMode};
@@ -73,9 +73,10 @@ pub fn layer_tar(lock: &Lock, family: OsFamily, a: &Artifacts, mtime: u64) -> Re
         packages,
         launch_defaults: &defaults,
         session_runtime: a.session_runtime.as_deref(),
+        limits: TarLimits::DEFAULT,
     };
-    let tree = layer_tree(&input).map_err(Error::Layer)?;
-    write_tar(&tree, mtime).map_err(|e| Error::Layer(e.to_string()))
+    let tree = layer_tree(&input)?;
+    Ok(write_tar(&tree, mtime).map_err(LayerError::Write)?)
 }
 
 /// The build context: Dockerfile, the layer, the Chromium archive (deterministic tar).
@@ -86,7 +87,7 @@ pub fn context_tar(dockerfile: &str, layer: &[u8], chromium_archive: Option<&[u8
     if let Some(a) = chromium_archive {
         tree.insert(il::CHROMIUM_ARCHIVE.into(), crate::layer::Entry::File { data: a.to_vec(), mode: 0o644 });
     }
-    write_tar(&tree, mtime).map_err(|e| Error::Layer(e.to_string()))
+    Ok(write_tar(&tree, mtime).map_err(LayerError::Write)?)
 }
 
 /// `sha256:<hex>` of the lock's canonical text.
