@@ -33,7 +33,10 @@ pub async fn fetch_artifacts(f: &Fetcher, lock: &Lock) -> Result<Artifacts> {
     let node = f.fetch_verified(&lock.node.url, &lock.node.integrity).await?;
     let mut packages = Vec::new();
     for p in &lock.packages {
-        packages.push(f.fetch_verified(&p.resolved, &p.integrity).await?);
+        let bytes = f.fetch_verified(&p.resolved, &p.integrity).await?;
+        // A lock pinning a hostile tarball fails before Docker Engine is contacted.
+        crate::layer::package_tree(&npm_package(p, &bytes), TarLimits::DEFAULT)?;
+        packages.push(bytes);
     }
     let chromium_archive = match &lock.chromium {
         LockedChromium::Archive { url, integrity, .. } => {
@@ -52,21 +55,20 @@ pub async fn fetch_artifacts(f: &Fetcher, lock: &Lock) -> Result<Artifacts> {
     Ok(Artifacts { node, packages, chromium_archive, session_runtime })
 }
 
+fn npm_package<'a>(p: &'a crate::lock::LockedPackage, tarball: &'a [u8]) -> NpmPackage<'a> {
+    NpmPackage {
+        name: &p.name,
+        version: &p.version,
+        resolved: &p.resolved,
+        integrity: p.integrity.to_string(),
+        tarball,
+    }
+}
+
 /// The layer tar (pure).
 pub fn layer_tar(lock: &Lock, family: OsFamily, a: &Artifacts, mtime: u64) -> Result<Vec<u8>> {
     let defaults = launch_defaults(lock, family);
-    let packages = lock
-        .packages
-        .iter()
-        .zip(&a.packages)
-        .map(|(p, bytes)| NpmPackage {
-            name: &p.name,
-            version: &p.version,
-            resolved: &p.resolved,
-            integrity: p.integrity.to_string(),
-            tarball: bytes,
-        })
-        .collect();
+    let packages = lock.packages.iter().zip(&a.packages).map(|(p, bytes)| npm_package(p, bytes)).collect();
     let input = LayerInput {
         node_tarball: &a.node,
         node_bin_path: &lock.node.bin_path,

@@ -233,7 +233,7 @@ pub fn wrapper_script(cli_entry: &str, with_session_runtime: bool) -> String {
 }
 
 /// The `bin` map of a package.json (`"bin": "x.js"` names the package's own command).
-fn bins(package_json: &serde_json::Value, name: &str) -> BTreeMap<String, String> {
+fn bin_map(package_json: &serde_json::Value, name: &str) -> BTreeMap<String, String> {
     let short = name.rsplit('/').next().unwrap_or(name).to_owned();
     match package_json.get("bin") {
         Some(serde_json::Value::String(s)) => BTreeMap::from([(short, s.clone())]),
@@ -280,10 +280,10 @@ fn package_entry_path(
         return Ok(None);
     }
     if kind.is_hard_link() {
-        // A hard link names another entry of the archive, first component included.
+        // A hard link names another entry of the archive (first component included),
+        // so it stays inside when it is a relative path below some package directory.
         let target = link.unwrap_or_default();
-        let inside = target.split_once('/').map(|(_, t)| untrusted::relative_path(t));
-        if !matches!(inside, Some(Ok(_))) {
+        if !untrusted::relative_path(target).is_ok_and(|t| t.contains('/')) {
             return Err(("hard link", Violation::LinkOutside { target: target.to_owned() }));
         }
         return Ok(None);
@@ -294,6 +294,57 @@ fn package_entry_path(
 /// A file/directory clash in `what`.
 fn conflict(what: &str) -> impl Fn(String) -> LayerError + '_ {
     move |path| LayerError::Conflict { what: what.to_owned(), path }
+}
+
+/// One npm package's files as npm lays them out, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageTree {
+    /// Regular files, relative to the package's directory.
+    pub files: Tree,
+    /// Its package.json (`Null` when absent or not JSON).
+    pub manifest: serde_json::Value,
+    /// `.bin` command → target relative to the package's directory, both checked.
+    pub bins: BTreeMap<String, String>,
+}
+
+/// Reads one package tarball the way npm installs it (first component stripped, links
+/// and directories skipped) and refuses anything hostile: a name or version that is not
+/// npm's, an entry or `bin` that leaves the package, a device file, a tarball over `limits`.
+/// `lock` and `build` call it before anything is laid out.
+pub fn package_tree(pkg: &NpmPackage<'_>, limits: TarLimits) -> Result<PackageTree, LayerError> {
+    let lock_input =
+        |field: &str, value: &str, v| UnsafeInput::new(Origin::Lock("(layer input)".into()), field, value, v);
+    untrusted::npm_package_name(pkg.name).map_err(|v| lock_input("packages[].name", pkg.name, v))?;
+    untrusted::exact_version(pkg.version).map_err(|v| lock_input("packages[].version", pkg.version, v))?;
+    let what = format!("{}@{}", pkg.name, pkg.version);
+    let refuse = |field: String, value: &str, v| UnsafeInput::new(Origin::Tarball(what.clone()), field, value, v);
+    let mut files = Tree::new();
+    let mut manifest = serde_json::Value::Null;
+    gz_entries(pkg.tarball, &what, limits, |p, e| {
+        let link = e.link_name_bytes().map(|l| String::from_utf8_lossy(&l).into_owned());
+        let Some(rel) =
+            package_entry_path(p, e.header(), link.as_deref()).map_err(|(field, v)| refuse(field.into(), p, v))?
+        else {
+            return Ok(true);
+        };
+        let mode = e.header().mode().unwrap_or(0o644);
+        let mut data = Vec::new();
+        e.read_to_end(&mut data).map_err(|err| LayerError::Archive { what: what.clone(), detail: err.to_string() })?;
+        if rel == "package.json" {
+            manifest = serde_json::from_slice(&data).unwrap_or(serde_json::Value::Null);
+        }
+        let mode = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
+        put(&mut files, &rel, Entry::File { data, mode }).map_err(conflict(&what))?;
+        Ok(true)
+    })?;
+    let mut bins = BTreeMap::new();
+    for (cmd, target) in bin_map(&manifest, pkg.name) {
+        untrusted::file_name(&cmd).map_err(|v| refuse("package.json bin name".into(), &cmd, v))?;
+        let target =
+            untrusted::relative_path(&target).map_err(|v| refuse(format!("package.json bin {cmd}"), &target, v))?;
+        bins.insert(cmd, target);
+    }
+    Ok(PackageTree { files, manifest, bins })
 }
 
 /// Lays out the layer's tree (pure). Every name from the lock or a tarball is checked
@@ -311,39 +362,16 @@ pub fn layer_tree(input: &LayerInput<'_>) -> Result<Tree, LayerError> {
     let mut lock_packages = serde_json::Map::new();
     let mut root_deps = serde_json::Map::new();
     let mut cli_entry = None;
-    for (i, pkg) in input.packages.iter().enumerate() {
-        let lock_input = |field: &str, value: &str, v| {
-            UnsafeInput::new(Origin::Lock("(layer input)".into()), format!("packages[{i}].{field}"), value, v)
-        };
-        untrusted::npm_package_name(pkg.name).map_err(|v| lock_input("name", pkg.name, v))?;
-        untrusted::exact_version(pkg.version).map_err(|v| lock_input("version", pkg.version, v))?;
+    for pkg in &input.packages {
+        let PackageTree { files, manifest, bins: bin } = package_tree(pkg, input.limits)?;
         let what = format!("{}@{}", pkg.name, pkg.version);
-        let refuse = |field: String, value: &str, v| UnsafeInput::new(Origin::Tarball(what.clone()), field, value, v);
         let base = format!("{prefix}/node_modules/{}", pkg.name);
-        let mut manifest = serde_json::Value::Null;
-        gz_entries(pkg.tarball, &what, input.limits, |p, e| {
-            let link = e.link_name_bytes().map(|l| String::from_utf8_lossy(&l).into_owned());
-            let Some(rel) =
-                package_entry_path(p, e.header(), link.as_deref()).map_err(|(field, v)| refuse(field.into(), p, v))?
-            else {
-                return Ok(true);
-            };
-            let mode = e.header().mode().unwrap_or(0o644);
-            let mut data = Vec::new();
-            e.read_to_end(&mut data)
-                .map_err(|err| LayerError::Archive { what: what.clone(), detail: err.to_string() })?;
-            if rel == "package.json" {
-                manifest = serde_json::from_slice(&data).unwrap_or(serde_json::Value::Null);
+        for (rel, entry) in files {
+            if entry != Entry::Dir {
+                put(&mut tree, &format!("{base}/{rel}"), entry).map_err(conflict(&what))?;
             }
-            let mode = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
-            put(&mut tree, &format!("{base}/{rel}"), Entry::File { data, mode }).map_err(conflict(&what))?;
-            Ok(true)
-        })?;
-        let bin = bins(&manifest, pkg.name);
+        }
         for (cmd, target) in &bin {
-            untrusted::file_name(cmd).map_err(|v| refuse("package.json bin name".into(), cmd, v))?;
-            let target =
-                untrusted::relative_path(target).map_err(|v| refuse(format!("package.json bin {cmd}"), target, v))?;
             put(
                 &mut tree,
                 &format!("{prefix}/node_modules/.bin/{cmd}"),

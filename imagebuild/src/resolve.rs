@@ -4,7 +4,7 @@
 
 use crate::digest::{sha256_from_shasums, Integrity};
 use crate::fetch::{check_digest, FetchError, Fetcher};
-use crate::layer::LayerError;
+use crate::layer::{LayerError, NpmPackage, TarLimits};
 use crate::lock::{Lock, LockedChromium, LockedFile, LockedNode, LockedPackage, LOCK_VERSION};
 use crate::spec::{ChromiumSource, ImageSpec, Libc, NodeSource};
 use crate::untrusted::{self, Origin, UnsafeInput, Violation};
@@ -156,7 +156,16 @@ pub async fn resolve_cli(f: &Fetcher, registry: &str, version: &str) -> Result<V
         }
         let packument = f.get_json(&packument_url(registry, &name)).await?;
         let (tarball, integrity, deps) = version_entry(&packument, &name, &version, registry)?;
-        f.fetch_verified(&tarball, &integrity).await?;
+        let bytes = f.fetch_verified(&tarball, &integrity).await?;
+        // A hostile tarball fails here, at lock time, not halfway through a build.
+        let package = NpmPackage {
+            name: &name,
+            version: &version,
+            resolved: &tarball,
+            integrity: integrity.to_string(),
+            tarball: &bytes,
+        };
+        crate::layer::package_tree(&package, TarLimits::DEFAULT)?;
         for (dep, range) in deps {
             // The name becomes a registry URL path and a directory under node_modules.
             untrusted::npm_package_name(&dep).map_err(|violation| {
