@@ -284,7 +284,7 @@ fn package_entry_path(
         // so it stays inside when it is a relative path below some package directory.
         let target = link.unwrap_or_default();
         if !untrusted::relative_path(target).is_ok_and(|t| t.contains('/')) {
-            return Err(("hard link", Violation::LinkOutside { target: target.to_owned() }));
+            return Err(("hard link", Violation::LinkOutside { target: untrusted::shown(target) }));
         }
         return Ok(None);
     }

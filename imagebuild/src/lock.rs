@@ -174,8 +174,10 @@ impl Lock {
 
     /// Parses a lock, checks its version and every name, version, URL and path in it.
     pub fn parse(text: &str, origin: &str) -> Result<Lock, LockError> {
-        let lock: Lock = serde_json::from_str(text)
-            .map_err(|e| LockError::Parse { path: origin.to_owned(), message: e.to_string() })?;
+        let lock: Lock = serde_json::from_str(text).map_err(|e| LockError::Parse {
+            path: origin.to_owned(),
+            message: untrusted::printable(&e.to_string(), untrusted::MAX_MESSAGE),
+        })?;
         if lock.lock_version != LOCK_VERSION {
             return Err(LockError::Parse {
                 path: origin.to_owned(),

@@ -81,9 +81,9 @@ pub enum Violation {
     #[error("is not an http(s) URL; a registry may not point the builder at a local file")]
     NotHttpUrl,
     /// A symbolic or hard link whose target leaves the package.
-    #[error("is a link to {target:?}, outside the package")]
+    #[error("is a link to {target}, outside the package")]
     LinkOutside {
-        /// The link's target.
+        /// The link's target, escaped and shortened ([`shown`]).
         target: String,
     },
     /// A device file, FIFO or other special entry.
@@ -195,6 +195,25 @@ pub fn shown(value: &str) -> String {
         out.push('…');
     }
     format!("\"{out}\"")
+}
+
+/// Most characters of a parser's message about untrusted text (serde quotes unknown keys
+/// and variants verbatim: a hostile lock could otherwise print terminal escapes or a megabyte).
+pub const MAX_MESSAGE: usize = 600;
+
+/// `text` with control characters escaped and at most `max_chars` characters (then `…`),
+/// for messages that quote untrusted text but are not themselves a value (`shown` is).
+pub fn printable(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        let piece: String = if c.is_control() { c.escape_debug().collect() } else { c.to_string() };
+        if out.chars().count() + piece.chars().count() > max_chars {
+            out.push('…');
+            break;
+        }
+        out.push_str(&piece);
+    }
+    out
 }
 
 fn check_len(s: &str, max: usize) -> Result<(), Violation> {
@@ -337,7 +356,7 @@ pub fn absolute_path(p: &str) -> Result<(), Violation> {
 /// The target of a symbolic link at `link` (both relative to the same root): where it
 /// points, normalised, or a refusal when it leaves the root or is absolute.
 pub fn link_target_within(link: &str, target: &str) -> Result<String, Violation> {
-    let outside = || Violation::LinkOutside { target: target.to_owned() };
+    let outside = || Violation::LinkOutside { target: shown(target) };
     check_len(target, MAX_PATH)?;
     no_control(target)?;
     if target.starts_with('/') {
@@ -497,7 +516,7 @@ mod tests {
     fn link_targets_must_stay_inside() {
         assert_eq!(link_target_within("pkg/bin/x", "../lib/x.js"), Ok("pkg/lib/x.js".into()));
         assert_eq!(link_target_within("pkg/x", "y"), Ok("pkg/y".into()));
-        let outside = |t: &str| Err(Violation::LinkOutside { target: t.into() });
+        let outside = |t: &str| Err(Violation::LinkOutside { target: shown(t) });
         assert_eq!(link_target_within("pkg/x", "../../etc/passwd"), outside("../../etc/passwd"));
         assert_eq!(link_target_within("pkg/x", ".."), outside(".."));
         assert_eq!(link_target_within("pkg/x", "/etc/passwd"), outside("/etc/passwd"));
@@ -541,6 +560,15 @@ mod tests {
         assert!(lock.to_string().contains("run `lock` again") && lock.to_string().contains("chromium.package"));
         let tar = UnsafeInput::new(Origin::Tarball("p@1".into()), "entry", "../x", Violation::ParentDir);
         assert!(tar.to_string().starts_with("the tarball of p@1: `entry` \"../x\" has a `..` component"), "{tar}");
+    }
+
+    #[test]
+    fn printable_escapes_controls_and_bounds_length() {
+        assert_eq!(printable("unknown variant `\n\u{1b}[2J`", 100), "unknown variant `\\n\\u{1b}[2J`");
+        assert_eq!(printable("quotes \"stay\" `as` 'is'", 100), "quotes \"stay\" `as` 'is'");
+        let long = printable(&"é".repeat(1000), 10);
+        assert_eq!((long.chars().count(), long.ends_with('…')), (11, true));
+        assert_eq!(printable("\n\n", 3), "\\n…", "an escape is never cut in half");
     }
 
     #[test]
