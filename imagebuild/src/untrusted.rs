@@ -75,7 +75,7 @@ pub enum Violation {
     #[error("is not an exact version (MAJOR.MINOR.PATCH with an optional -prerelease or +build of letters, digits, `.` and `-`)")]
     NotExactVersion,
     /// Not an npm package name.
-    #[error("is not an npm package name (`name` or `@scope/name`: lowercase letters, digits, `-._~`, not starting with `.` or `_`)")]
+    #[error("is not an npm package name (`name` or `@scope/name`: letters, digits and `-._~`, each part not starting with `.`, `_` or `-`)")]
     NotNpmName,
     /// Not an http(s) URL.
     #[error("is not an http(s) URL; a registry may not point the builder at a local file")]
