@@ -280,3 +280,46 @@ fn a_lock_pinning_a_hostile_tarball_fails_before_the_engine() {
     assert_unsafe(code, &err, &["the tarball of @playwright/cli@0.1.22", "`symlink`", "/etc/shadow"]);
     assert!(!err.contains("Docker Engine"), "refused before the engine is contacted: {err}");
 }
+
+/// A fetcher for the registry at `base` with a small download limit.
+fn small_fetcher(base: &str, cache: &std::path::Path, max: u64) -> playpen_imagebuild::fetch::Fetcher {
+    let config = playpen_imagebuild::fetch::FetchConfig {
+        registry: format!("{base}/npm"),
+        ca_bundle: None,
+        token_env: None,
+        cache_dir: cache.into(),
+    };
+    playpen_imagebuild::fetch::Fetcher::new(&config).expect("a fetcher").with_max_download(max)
+}
+
+#[tokio::test]
+async fn a_response_over_the_download_limit_is_refused() {
+    let cache = tempfile::tempdir().unwrap();
+    // Announced by Content-Length: refused before the body is read.
+    let s = Server::start();
+    s.serve("/npm/big", vec![b'x'; 2000]);
+    let err = small_fetcher(&s.base, cache.path(), 1000).get(&format!("{}/npm/big", s.base)).await.unwrap_err();
+    assert_eq!(playpen_imagebuild::failure::Classify::class(&err).exit_code(), 24, "{err}");
+    assert!(err.to_string().contains("larger than 1000 bytes"), "{err}");
+    assert_eq!(
+        small_fetcher(&s.base, cache.path(), 2000).get(&format!("{}/npm/big", s.base)).await.unwrap().len(),
+        2000
+    );
+
+    // No Content-Length, a body until the server closes: refused once the limit is passed.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut request = [0u8; 1024];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n");
+            for _ in 0..64 {
+                let _ = stream.write_all(&[b'x'; 1024]);
+            }
+        }
+    });
+    let err = small_fetcher(&base, cache.path(), 10_000).get(&format!("{base}/stream")).await.unwrap_err();
+    assert!(err.to_string().contains("larger than 10000 bytes"), "{err}");
+}
