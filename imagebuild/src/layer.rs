@@ -131,11 +131,13 @@ where
         let mut entry = entry.map_err(|e| archive_error(format!("corrupt tar: {e}")))?;
         count += 1;
         if count > limits.max_entries {
-            return Err(unsafe_input("entries", "", Violation::TooManyEntries { max: limits.max_entries }));
+            let max = limits.max_entries;
+            return Err(unsafe_input("entry count", &count.to_string(), Violation::TooManyEntries { max }));
         }
         bytes = bytes.saturating_add(entry.size());
         if bytes > limits.max_unpacked_bytes {
-            return Err(unsafe_input("entries", "", Violation::TooLarge { max: limits.max_unpacked_bytes }));
+            let max = limits.max_unpacked_bytes;
+            return Err(unsafe_input("unpacked size", &bytes.to_string(), Violation::TooLarge { max }));
         }
         let raw = entry.path_bytes().into_owned();
         let path = String::from_utf8(raw)
@@ -312,10 +314,12 @@ pub struct PackageTree {
 /// npm's, an entry or `bin` that leaves the package, a device file, a tarball over `limits`.
 /// `lock` and `build` call it before anything is laid out.
 pub fn package_tree(pkg: &NpmPackage<'_>, limits: TarLimits) -> Result<PackageTree, LayerError> {
-    let lock_input =
-        |field: &str, value: &str, v| UnsafeInput::new(Origin::Lock("(layer input)".into()), field, value, v);
-    untrusted::npm_package_name(pkg.name).map_err(|v| lock_input("packages[].name", pkg.name, v))?;
-    untrusted::exact_version(pkg.version).map_err(|v| lock_input("packages[].version", pkg.version, v))?;
+    // Checked again here (the lock and the registry's answers already were): this is a
+    // public pure function, and the name becomes a directory.
+    let named =
+        |field: &str, value: &str, v| UnsafeInput::new(Origin::Tarball(untrusted::shown(pkg.name)), field, value, v);
+    untrusted::npm_package_name(pkg.name).map_err(|v| named("name", pkg.name, v))?;
+    untrusted::exact_version(pkg.version).map_err(|v| named("version", pkg.version, v))?;
     let what = format!("{}@{}", pkg.name, pkg.version);
     let refuse = |field: String, value: &str, v| UnsafeInput::new(Origin::Tarball(what.clone()), field, value, v);
     let mut files = Tree::new();
@@ -353,7 +357,7 @@ pub fn layer_tree(input: &LayerInput<'_>) -> Result<Tree, LayerError> {
     let mut tree = Tree::new();
     let node_what = "the Node tarball";
     let node_bin = untrusted::relative_path(input.node_bin_path)
-        .map_err(|v| UnsafeInput::new(Origin::Lock("(layer input)".into()), "node.binPath", input.node_bin_path, v))?;
+        .map_err(|v| UnsafeInput::new(Origin::Tarball(node_what.into()), "binPath", input.node_bin_path, v))?;
     let node = extract_file(input.node_tarball, node_what, &node_bin)?;
     put(&mut tree, il::NODE_BIN.trim_start_matches('/'), Entry::File { data: node, mode: 0o755 })
         .map_err(conflict(node_what))?;
@@ -631,6 +635,26 @@ mod tests {
         assert_eq!(crate::failure::Classify::class(&err).exit_code(), 24, "{err}");
         assert!(err.to_string().contains("the tarball of playwright@1.58.0-alpha: `entry`"), "{err}");
         assert!(err.to_string().contains("`..`"), "{err}");
+    }
+
+    #[test]
+    fn tarball_limits_hold_at_their_boundaries() {
+        let tgz = tgz(&[("package/package.json", b"{}", 0o644), ("package/a.js", b"12345678", 0o644)]);
+        let pkg = NpmPackage {
+            name: "p",
+            version: "1.0.0",
+            resolved: "https://r/p.tgz",
+            integrity: String::new(),
+            tarball: &tgz,
+        };
+        let within =
+            |max_entries, max_unpacked_bytes| package_tree(&pkg, TarLimits { max_entries, max_unpacked_bytes });
+        assert!(within(2, 10).is_ok(), "2 entries and 10 bytes are within 2 and 10");
+        let err = within(1, 10).unwrap_err();
+        assert!(err.to_string().contains("`entry count` \"2\" is over the limit of 1 entries"), "{err}");
+        let err = within(2, 9).unwrap_err();
+        assert!(err.to_string().contains("`unpacked size` \"10\" is over the limit of 9 bytes"), "{err}");
+        assert_eq!(crate::failure::Classify::class(&err).exit_code(), 24);
     }
 
     #[test]

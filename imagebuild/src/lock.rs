@@ -201,7 +201,11 @@ impl Lock {
         };
         if self.packages.len() > untrusted::MAX_CLOSURE {
             let max = untrusted::MAX_CLOSURE;
-            return Err(refuse("packages".into(), "", Violation::TooManyPackages { max }));
+            return Err(refuse(
+                "packages".into(),
+                &self.packages.len().to_string(),
+                Violation::TooManyPackages { max },
+            ));
         }
         let mut seen = std::collections::BTreeSet::new();
         for (i, p) in self.packages.iter().enumerate() {

@@ -183,7 +183,7 @@ pub async fn resolve_cli(f: &Fetcher, registry: &str, version: &str) -> Result<V
             return Err(UnsafeInput::new(
                 from_registry(registry),
                 format!("dependency closure of {CLI_PACKAGE}"),
-                &name,
+                &(out.len() + 1 + queue.len()).to_string(),
                 Violation::TooManyPackages { max: untrusted::MAX_CLOSURE },
             )
             .into());

@@ -93,19 +93,19 @@ pub enum Violation {
         kind: &'static str,
     },
     /// More tarball entries than the limit.
-    #[error("has more than {max} entries")]
+    #[error("is over the limit of {max} entries")]
     TooManyEntries {
         /// The limit.
         max: usize,
     },
     /// More unpacked bytes than the limit.
-    #[error("unpacks to more than {max} bytes")]
+    #[error("is over the limit of {max} bytes")]
     TooLarge {
         /// The limit.
         max: u64,
     },
     /// More packages than the limit.
-    #[error("has more than {max} packages")]
+    #[error("is over the limit of {max} packages")]
     TooManyPackages {
         /// The limit.
         max: usize,

