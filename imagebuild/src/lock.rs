@@ -199,6 +199,10 @@ impl Lock {
         let check = |field: &str, value: &str, rule: fn(&str) -> Result<(), Violation>| {
             rule(value).map_err(|v| refuse(field.to_owned(), value, v))
         };
+        // A URL is shown redacted: a mirror's URL may carry a credential.
+        let check_url = |field: &str, url: &str| {
+            untrusted::http_url(url).map_err(|v| refuse(field.to_owned(), &crate::redact::redact_url(url), v))
+        };
         if self.packages.len() > untrusted::MAX_CLOSURE {
             let max = untrusted::MAX_CLOSURE;
             return Err(refuse(
@@ -214,13 +218,13 @@ impl Lock {
                 return Err(refuse(format!("packages[{i}].name"), &p.name, Violation::Duplicate));
             }
             check(&format!("packages[{i}].version"), &p.version, untrusted::exact_version)?;
-            check(&format!("packages[{i}].resolved"), &p.resolved, untrusted::http_url)?;
+            check_url(&format!("packages[{i}].resolved"), &p.resolved)?;
         }
         check("node.version", &self.node.version, untrusted::exact_version)?;
         untrusted::relative_path(&self.node.bin_path)
             .map_err(|v| refuse("node.binPath".into(), &self.node.bin_path, v))?;
         if self.node.source != NodeSource::File {
-            check("node.url", &self.node.url, untrusted::http_url)?;
+            check_url("node.url", &self.node.url)?;
         }
         match &self.chromium {
             LockedChromium::Distribution { package, executable_path } => {
@@ -309,6 +313,25 @@ mod tests {
         assert_eq!(Lock::parse(&text, "t").unwrap().to_canonical_json(), text);
         assert!(text.ends_with("}\n"));
         assert!(text.contains("\"source\": \"distribution\""));
+    }
+
+    #[test]
+    fn hostile_lock_values_are_refused_naming_the_field_without_credentials() {
+        let text = fixtures::lock_with(b"n", b"c", b"p", b"k").to_canonical_json();
+        let refused =
+            |from: &str, to: &str| Lock::parse(&text.replacen(from, to, 1), "x.lock.json").unwrap_err().to_string();
+        let err = refused("\"name\": \"playwright\"", "\"name\": \"../../etc\"");
+        assert!(
+            err.starts_with("lock x.lock.json: `packages[1].name` \"../../etc\" is not an npm package name"),
+            "{err}"
+        );
+        let err = refused("\"resolved\": \"https://", "\"resolved\": \"file://bob:s3cret@");
+        assert!(err.contains("`packages[0].resolved`") && !err.contains("s3cret"), "{err}");
+        let err = refused("\"package\": \"chromium\"", "\"package\": \"chromium\\nRUN id\"");
+        assert!(err.contains("`chromium.package` \"chromium\\nRUN id\" contains '\\n'"), "{err}");
+        let err = refused("\"binPath\": \"package/bin/node\"", "\"binPath\": \"/etc/passwd\"");
+        assert!(err.contains("`node.binPath`") && err.contains("absolute path"), "{err}");
+        assert!(err.contains("run `lock` again from the spec"), "{err}");
     }
 
     #[test]

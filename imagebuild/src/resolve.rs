@@ -119,7 +119,8 @@ pub fn version_entry(
     let tarball = v.pointer("/dist/tarball").and_then(|t| t.as_str()).ok_or_else(absent)?.to_owned();
     // A registry names where the tarball is; never a local file the builder would read into the image.
     untrusted::http_url(&tarball).map_err(|violation| {
-        UnsafeInput::new(from_registry(registry), format!("{name}@{version} dist.tarball"), &tarball, violation)
+        let shown = crate::redact::redact_url(&tarball);
+        UnsafeInput::new(from_registry(registry), format!("{name}@{version} dist.tarball"), &shown, violation)
     })?;
     let integrity =
         v.pointer("/dist/integrity").and_then(|t| t.as_str()).and_then(|s| Integrity::parse(s).ok()).ok_or_else(
@@ -351,7 +352,8 @@ mod tests {
 
     #[test]
     fn a_registry_cannot_point_a_tarball_at_a_local_file() {
-        for tarball in ["/etc/shadow", "file:///etc/shadow", "../x.tgz", "https://r/x.tgz\nRUN id"] {
+        for tarball in ["/etc/shadow", "file:///etc/shadow", "../x.tgz", "https://r/x.tgz\nRUN id", "ftp://bob:pw@h/x"]
+        {
             let p = serde_json::json!({"versions": {"1.0.0": {"dist": {"tarball": tarball, "integrity": Integrity::sha512_of(b"x").to_string()}}}});
             let err = version_entry(&p, "x", "1.0.0", "https://bob:pw@r").unwrap_err();
             assert_eq!(crate::failure::Classify::class(&err).exit_code(), 24, "{err}");
