@@ -204,10 +204,11 @@ pub const MAX_MESSAGE: usize = 600;
 /// `text` with control characters escaped and at most `max_chars` characters (then `…`),
 /// for messages that quote untrusted text but are not themselves a value (`shown` is).
 pub fn printable(text: &str, max_chars: usize) -> String {
-    let mut out = String::new();
+    let (mut out, mut count) = (String::new(), 0);
     for c in text.chars() {
         let piece: String = if c.is_control() { c.escape_debug().collect() } else { c.to_string() };
-        if out.chars().count() + piece.chars().count() > max_chars {
+        count += piece.chars().count();
+        if count > max_chars {
             out.push('…');
             break;
         }
