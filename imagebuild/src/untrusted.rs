@@ -391,13 +391,17 @@ pub fn http_url(u: &str) -> Result<(), Violation> {
     Ok(())
 }
 
-/// An image reference for `FROM`: no whitespace, no control character, not an option, within [`MAX_PATH`].
+/// An image reference for `FROM` (`registry:5000/name:tag`, `name@sha256:…`): the
+/// reference grammar's characters only (so no whitespace, and no `$` that the Dockerfile
+/// would expand), not an option, within [`MAX_PATH`].
 pub fn image_reference(s: &str) -> Result<(), Violation> {
-    check_len(s.trim(), MAX_PATH)?;
+    check_len(s, MAX_PATH)?;
     if s.starts_with('-') {
         return Err(Violation::LeadingDash);
     }
-    check_chars(s, "no whitespace or control characters", |c| !c.is_whitespace() && !c.is_control())
+    check_chars(s, "letters, digits and `._:/@-`", |c| {
+        c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '/' | '@' | '-')
+    })
 }
 
 #[cfg(test)]
@@ -537,10 +541,14 @@ mod tests {
 
     #[test]
     fn image_references_are_one_word() {
-        assert_eq!(image_reference("playpen/base:bookworm"), Ok(()));
+        for ok in ["playpen/base:bookworm", "127.0.0.1:5000/a/b:1.0", "debian@sha256:0123abcd", "UPPER_tag-1.2"] {
+            assert_eq!(image_reference(ok), Ok(()), "{ok}");
+        }
         assert_eq!(image_reference("--platform=linux/arm64"), Err(Violation::LeadingDash));
         assert!(forbidden(image_reference("debian\nRUN id")));
-        assert_eq!(image_reference(" "), Err(Violation::Empty));
+        assert!(forbidden(image_reference("debian:$TAG")), "the Dockerfile would expand it");
+        assert!(forbidden(image_reference(" ")));
+        assert_eq!(image_reference(""), Err(Violation::Empty));
         assert!(matches!(image_reference(&"a".repeat(4097)), Err(Violation::TooLong { .. })));
     }
 
