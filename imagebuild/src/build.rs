@@ -9,7 +9,7 @@ use crate::engine::{Engine, RunOptions};
 use crate::error::{Error, Result};
 use crate::fetch::{check_digest, Fetcher};
 use crate::image_layout as il;
-use crate::layer::{layer_tree, write_tar, LayerInput, NpmPackage};
+use crate::layer::{layer_tree, write_tar, LayerError, LayerInput, NpmPackage, TarLimits};
 use crate::lock::{Lock, LockedChromium};
 use crate::os_release::{detect_family, parse_os_release};
 use crate::spec::{OsFamily, SandboxMode};
@@ -33,7 +33,10 @@ pub async fn fetch_artifacts(f: &Fetcher, lock: &Lock) -> Result<Artifacts> {
     let node = f.fetch_verified(&lock.node.url, &lock.node.integrity).await?;
     let mut packages = Vec::new();
     for p in &lock.packages {
-        packages.push(f.fetch_verified(&p.resolved, &p.integrity).await?);
+        let bytes = f.fetch_verified(&p.resolved, &p.integrity).await?;
+        // A lock pinning a hostile tarball fails before Docker Engine is contacted.
+        crate::layer::package_tree(&npm_package(p, &bytes), TarLimits::DEFAULT)?;
+        packages.push(bytes);
     }
     let chromium_archive = match &lock.chromium {
         LockedChromium::Archive { url, integrity, .. } => {
@@ -52,30 +55,30 @@ pub async fn fetch_artifacts(f: &Fetcher, lock: &Lock) -> Result<Artifacts> {
     Ok(Artifacts { node, packages, chromium_archive, session_runtime })
 }
 
+fn npm_package<'a>(p: &'a crate::lock::LockedPackage, tarball: &'a [u8]) -> NpmPackage<'a> {
+    NpmPackage {
+        name: &p.name,
+        version: &p.version,
+        resolved: &p.resolved,
+        integrity: p.integrity.to_string(),
+        tarball,
+    }
+}
+
 /// The layer tar (pure).
 pub fn layer_tar(lock: &Lock, family: OsFamily, a: &Artifacts, mtime: u64) -> Result<Vec<u8>> {
     let defaults = launch_defaults(lock, family);
-    let packages = lock
-        .packages
-        .iter()
-        .zip(&a.packages)
-        .map(|(p, bytes)| NpmPackage {
-            name: &p.name,
-            version: &p.version,
-            resolved: &p.resolved,
-            integrity: p.integrity.to_string(),
-            tarball: bytes,
-        })
-        .collect();
+    let packages = lock.packages.iter().zip(&a.packages).map(|(p, bytes)| npm_package(p, bytes)).collect();
     let input = LayerInput {
         node_tarball: &a.node,
         node_bin_path: &lock.node.bin_path,
         packages,
         launch_defaults: &defaults,
         session_runtime: a.session_runtime.as_deref(),
+        limits: TarLimits::DEFAULT,
     };
-    let tree = layer_tree(&input).map_err(Error::Layer)?;
-    write_tar(&tree, mtime).map_err(|e| Error::Layer(e.to_string()))
+    let tree = layer_tree(&input)?;
+    Ok(write_tar(&tree, mtime).map_err(LayerError::Write)?)
 }
 
 /// The build context: Dockerfile, the layer, the Chromium archive (deterministic tar).
@@ -86,7 +89,7 @@ pub fn context_tar(dockerfile: &str, layer: &[u8], chromium_archive: Option<&[u8
     if let Some(a) = chromium_archive {
         tree.insert(il::CHROMIUM_ARCHIVE.into(), crate::layer::Entry::File { data: a.to_vec(), mode: 0o644 });
     }
-    write_tar(&tree, mtime).map_err(|e| Error::Layer(e.to_string()))
+    Ok(write_tar(&tree, mtime).map_err(LayerError::Write)?)
 }
 
 /// `sha256:<hex>` of the lock's canonical text.

@@ -37,7 +37,7 @@ pub enum Error {
     Push(#[from] crate::push::PushError),
     /// Assembling the layer or the context.
     #[error("layer: {0}")]
-    Layer(String),
+    Layer(#[from] crate::layer::LayerError),
     /// Writing an output file.
     #[error("{path}: {source}")]
     Io {
@@ -61,7 +61,7 @@ impl Classify for Error {
             Error::Verify(e) => e.class(),
             Error::Oci(e) => e.class(),
             Error::Push(e) => e.class(),
-            Error::Layer(_) => FailureClass::InvalidSpec,
+            Error::Layer(e) => e.class(),
             Error::Io { .. } => FailureClass::Io,
         }
     }

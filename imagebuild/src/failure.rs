@@ -34,11 +34,14 @@ pub enum FailureClass {
     PushAuthRejected,
     /// `--push`: the image registry could not be reached or refused the push for another reason.
     PushFailed,
+    /// A name or path from the registry, a lock or a tarball would escape the layer or
+    /// inject into the build (`..`, an absolute path, a link out, shell syntax, over a limit).
+    UnsafeInput,
 }
 
 impl FailureClass {
     /// Every class, for documentation and exhaustive tests.
-    pub const ALL: [FailureClass; 13] = [
+    pub const ALL: [FailureClass; 14] = [
         FailureClass::InvalidSpec,
         FailureClass::Io,
         FailureClass::AuthRejected,
@@ -52,6 +55,7 @@ impl FailureClass {
         FailureClass::VerificationFailed,
         FailureClass::PushAuthRejected,
         FailureClass::PushFailed,
+        FailureClass::UnsafeInput,
     ];
 
     /// The process exit code for this class.
@@ -70,6 +74,7 @@ impl FailureClass {
             FailureClass::VerificationFailed => 21,
             FailureClass::PushAuthRejected => 22,
             FailureClass::PushFailed => 23,
+            FailureClass::UnsafeInput => 24,
         }
     }
 
@@ -89,6 +94,7 @@ impl FailureClass {
             FailureClass::VerificationFailed => "VerificationFailed",
             FailureClass::PushAuthRejected => "PushAuthRejected",
             FailureClass::PushFailed => "PushFailed",
+            FailureClass::UnsafeInput => "UnsafeInput",
         }
     }
 
@@ -141,6 +147,11 @@ impl FailureClass {
                 "the image registry could not be reached or refused the push: check the registry host in the tag, \
                  that Docker Engine can reach it (its proxy, DNS, TLS: /etc/docker/certs.d/<host>/ca.crt) and the \
                  engine's message above; the image is built and tagged locally"
+            }
+            FailureClass::UnsafeInput => {
+                "a name or path the builder did not choose would escape the layer or inject into the build: do not \
+                 build with it; the message names its source and field (a registry: use a trusted `registry.npm` \
+                 and run `lock` again; a lock: run `lock` again from the spec and review the diff)"
             }
         }
     }

@@ -78,6 +78,17 @@ pub enum FetchError {
         /// What was wrong.
         detail: String,
     },
+    /// The server sent (or announced) more than the builder reads from one URL.
+    #[error(
+        "{url}: the response is larger than {max} bytes; do not build with it: a registry or mirror \
+             that sends this is hostile or broken (check `registry.npm`, `node.distUrl`, `chromium.url`)"
+    )]
+    TooLarge {
+        /// Redacted URL.
+        url: String,
+        /// The limit.
+        max: u64,
+    },
 }
 
 impl Classify for FetchError {
@@ -89,6 +100,7 @@ impl Classify for FetchError {
             FetchError::DigestMismatch { .. } => FailureClass::DigestMismatch,
             FetchError::Io { .. } => FailureClass::Io,
             FetchError::Config(_) => FailureClass::InvalidSpec,
+            FetchError::TooLarge { .. } => FailureClass::UnsafeInput,
         }
     }
 }
@@ -103,6 +115,11 @@ pub fn classify_status(url: &str, status: u16) -> FetchError {
     }
 }
 
+/// Most bytes read from one URL: far above any real artifact (Node's tarball is about
+/// 50 MB, a Chromium archive about 200 MB), so a server streaming without end cannot
+/// exhaust the builder's memory.
+pub const MAX_DOWNLOAD: u64 = 1 << 30;
+
 /// The HTTP client, the token and the cache.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
@@ -110,6 +127,7 @@ pub struct Fetcher {
     token: Option<String>,
     registry_origin: String,
     cache_dir: PathBuf,
+    max_download: u64,
 }
 
 /// `scheme://host[:port]` of a URL (no userinfo), for deciding where the token goes.
@@ -153,7 +171,18 @@ impl Fetcher {
                 }
             },
         };
-        Ok(Fetcher { client, token, registry_origin: origin_of(&config.registry), cache_dir: config.cache_dir.clone() })
+        Ok(Fetcher {
+            client,
+            token,
+            registry_origin: origin_of(&config.registry),
+            cache_dir: config.cache_dir.clone(),
+            max_download: MAX_DOWNLOAD,
+        })
+    }
+
+    /// The same fetcher with another download limit (tests use a small one).
+    pub fn with_max_download(self, max_download: u64) -> Fetcher {
+        Fetcher { max_download, ..self }
     }
 
     fn redacted(&self, text: &str) -> String {
@@ -172,7 +201,7 @@ impl Fetcher {
                 req = req.bearer_auth(token);
             }
         }
-        let resp = req
+        let mut resp = req
             .send()
             .await
             .map_err(|e| FetchError::Unreachable { url: redact_url(url), detail: self.redacted(&error_chain(&e)) })?;
@@ -180,11 +209,22 @@ impl Fetcher {
         if !resp.status().is_success() {
             return Err(classify_status(url, status));
         }
-        let body = resp
-            .bytes()
+        let too_large = || FetchError::TooLarge { url: redact_url(url), max: self.max_download };
+        if resp.content_length().is_some_and(|len| len > self.max_download) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
             .await
-            .map_err(|e| FetchError::Unreachable { url: redact_url(url), detail: self.redacted(&error_chain(&e)) })?;
-        Ok(body.to_vec())
+            .map_err(|e| FetchError::Unreachable { url: redact_url(url), detail: self.redacted(&error_chain(&e)) })?
+        {
+            if body.len() as u64 + chunk.len() as u64 > self.max_download {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     /// GET JSON.

@@ -6,10 +6,10 @@
 //! that `node`, the launch defaults and the session runtime.
 
 use crate::image_layout as il;
+use crate::untrusted::{self, Origin, UnsafeInput, Violation};
 use flate2::read::GzDecoder;
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Component, Path};
 
 /// One entry of the layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +43,8 @@ pub struct LayerInput<'a> {
     pub launch_defaults: &'a serde_json::Value,
     /// The session runtime binary.
     pub session_runtime: Option<&'a [u8]>,
+    /// Bounds on each package tarball.
+    pub limits: TarLimits,
 }
 
 /// One verified npm package.
@@ -60,14 +62,86 @@ pub struct NpmPackage<'a> {
     pub tarball: &'a [u8],
 }
 
-fn gz_entries<F: FnMut(&str, &mut tar::Entry<'_, GzDecoder<&[u8]>>) -> Result<bool, String>>(
-    tgz: &[u8],
-    mut f: F,
-) -> Result<(), String> {
+/// Bounds on one tarball, checked from its headers before any data is read, so a
+/// hostile tarball (a gzip bomb, millions of empty entries) fails fast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TarLimits {
+    /// Most entries (a Node dist tarball has about 5,000; @playwright/cli's closure under 1,000 each).
+    pub max_entries: usize,
+    /// Most bytes the entries declare in total (Node's binary is about 120 MB).
+    pub max_unpacked_bytes: u64,
+}
+
+impl TarLimits {
+    /// The limits `build` and `lock` use.
+    pub const DEFAULT: TarLimits = TarLimits { max_entries: 20_000, max_unpacked_bytes: 512 * 1024 * 1024 };
+}
+
+/// Failures laying out the layer.
+#[derive(Debug, thiserror::Error)]
+pub enum LayerError {
+    /// A name, path, link or size from a tarball or the lock is refused.
+    #[error(transparent)]
+    Unsafe(#[from] UnsafeInput),
+    /// A tarball is not a readable gzip tar, or lacks a file the layer needs.
+    #[error("{what}: {detail}")]
+    Archive {
+        /// Which tarball.
+        what: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Two tarball entries make one path both a file and a directory.
+    #[error("{what}: {path} is both a file and a directory; do not build with it: run `playpen-imagebuild lock` again and check `registry.npm`")]
+    Conflict {
+        /// Which tarball.
+        what: String,
+        /// The path in the layer.
+        path: String,
+    },
+    /// Writing the tar failed.
+    #[error("writing the layer: {0}")]
+    Write(#[source] std::io::Error),
+}
+
+impl crate::failure::Classify for LayerError {
+    fn class(&self) -> crate::failure::FailureClass {
+        use crate::failure::FailureClass as F;
+        match self {
+            LayerError::Unsafe(_) | LayerError::Conflict { .. } => F::UnsafeInput,
+            LayerError::Archive { .. } => F::InvalidSpec,
+            LayerError::Write(_) => F::Io,
+        }
+    }
+}
+
+/// Calls `f` with each entry's UTF-8 path until it returns `false`, refusing the
+/// tarball when it exceeds `limits` or names a path that is not UTF-8.
+fn gz_entries<F>(tgz: &[u8], what: &str, limits: TarLimits, mut f: F) -> Result<(), LayerError>
+where
+    F: FnMut(&str, &mut tar::Entry<'_, GzDecoder<&[u8]>>) -> Result<bool, LayerError>,
+{
+    let archive_error = |detail: String| LayerError::Archive { what: what.to_owned(), detail };
+    let unsafe_input = |field: &str, value: &str, violation| {
+        LayerError::Unsafe(UnsafeInput::new(Origin::Tarball(what.to_owned()), field, value, violation))
+    };
     let mut archive = tar::Archive::new(GzDecoder::new(tgz));
-    for entry in archive.entries().map_err(|e| format!("not a gzip tar: {e}"))? {
-        let mut entry = entry.map_err(|e| format!("corrupt tar: {e}"))?;
-        let path = entry.path().map_err(|e| format!("bad path: {e}"))?.to_string_lossy().into_owned();
+    let (mut count, mut bytes) = (0usize, 0u64);
+    for entry in archive.entries().map_err(|e| archive_error(format!("not a gzip tar: {e}")))? {
+        let mut entry = entry.map_err(|e| archive_error(format!("corrupt tar: {e}")))?;
+        count += 1;
+        if count > limits.max_entries {
+            let max = limits.max_entries;
+            return Err(unsafe_input("entry count", &count.to_string(), Violation::TooManyEntries { max }));
+        }
+        bytes = bytes.saturating_add(entry.size());
+        if bytes > limits.max_unpacked_bytes {
+            let max = limits.max_unpacked_bytes;
+            return Err(unsafe_input("unpacked size", &bytes.to_string(), Violation::TooLarge { max }));
+        }
+        let raw = entry.path_bytes().into_owned();
+        let path = String::from_utf8(raw)
+            .map_err(|e| unsafe_input("entry name", &String::from_utf8_lossy(e.as_bytes()), Violation::NotUtf8))?;
         if !f(&path, &mut entry)? {
             break;
         }
@@ -75,65 +149,67 @@ fn gz_entries<F: FnMut(&str, &mut tar::Entry<'_, GzDecoder<&[u8]>>) -> Result<bo
     Ok(())
 }
 
-/// The bytes of `path` inside a .tar.gz.
-pub fn extract_file(tgz: &[u8], path: &str) -> Result<Vec<u8>, String> {
+/// The bytes of `path` inside a .tar.gz (`what` names the tarball in errors).
+pub fn extract_file(tgz: &[u8], what: &str, path: &str) -> Result<Vec<u8>, LayerError> {
     let mut found = None;
-    gz_entries(tgz, |p, e| {
+    gz_entries(tgz, what, TarLimits::DEFAULT, |p, e| {
         if p.trim_start_matches("./") == path {
             let mut buf = Vec::new();
-            e.read_to_end(&mut buf).map_err(|e| format!("{path}: {e}"))?;
+            e.read_to_end(&mut buf)
+                .map_err(|err| LayerError::Archive { what: what.to_owned(), detail: format!("{path}: {err}") })?;
             found = Some(buf);
             return Ok(false);
         }
         Ok(true)
     })?;
-    found.ok_or_else(|| format!("{path} is not in the archive"))
+    found.ok_or_else(|| LayerError::Archive { what: what.to_owned(), detail: format!("{path} is not in the archive") })
 }
 
 /// The `*/bin/node` path inside a Node tarball.
-pub fn find_node_binary_path(tgz: &[u8]) -> Result<String, String> {
+pub fn find_node_binary_path(tgz: &[u8], what: &str) -> Result<String, LayerError> {
     let mut found = None;
-    gz_entries(tgz, |p, _| {
+    gz_entries(tgz, what, TarLimits::DEFAULT, |p, _| {
         let p = p.trim_start_matches("./");
         let parts: Vec<&str> = p.split('/').collect();
         if parts.len() == 3 && parts[1] == "bin" && parts[2] == "node" {
-            found = Some(p.to_owned());
+            found = Some(
+                untrusted::relative_path(p)
+                    .map_err(|v| UnsafeInput::new(Origin::Tarball(what.to_owned()), "node binary path", p, v))?,
+            );
             return Ok(false);
         }
         Ok(true)
     })?;
-    found.ok_or_else(|| "no <dir>/bin/node in the Node tarball".to_owned())
+    found.ok_or_else(|| LayerError::Archive {
+        what: what.to_owned(),
+        detail: "no <dir>/bin/node in the Node tarball".into(),
+    })
 }
 
-/// A relative path with no `..`, no root and no empty parts.
-fn safe_relative(p: &str) -> Option<String> {
-    let path = Path::new(p);
-    let mut parts = Vec::new();
-    for c in path.components() {
-        match c {
-            Component::Normal(s) => parts.push(s.to_str()?.to_owned()),
-            Component::CurDir => {}
-            _ => return None,
+/// Adds `path`'s missing parent directories; refuses a parent that is already a file or link.
+fn add_parents(tree: &mut Tree, path: &str) -> Result<(), String> {
+    let mut end = 0;
+    while let Some(slash) = path[end..].find('/') {
+        end += slash;
+        let parent = &path[..end];
+        match tree.entry(parent.to_owned()).or_insert(Entry::Dir) {
+            Entry::Dir => {}
+            _ => return Err(parent.to_owned()),
         }
+        end += 1;
     }
-    (!parts.is_empty()).then(|| parts.join("/"))
+    Ok(())
 }
 
-fn add_parents(tree: &mut Tree, path: &str) {
-    let mut acc = String::new();
-    let parts: Vec<&str> = path.split('/').collect();
-    for part in &parts[..parts.len().saturating_sub(1)] {
-        if !acc.is_empty() {
-            acc.push('/');
-        }
-        acc.push_str(part);
-        tree.entry(acc.clone()).or_insert(Entry::Dir);
+/// Puts `entry` at `path` (a file or link replaces a file or link, as tar extraction
+/// does); `Err(path)` when that would make one path both a file and a directory.
+fn put(tree: &mut Tree, path: &str, entry: Entry) -> Result<(), String> {
+    add_parents(tree, path)?;
+    if matches!(tree.get(path), Some(Entry::Dir)) && entry != Entry::Dir {
+        return Err(path.to_owned());
     }
-}
-
-fn put(tree: &mut Tree, path: &str, entry: Entry) {
-    add_parents(tree, path);
     tree.insert(path.to_owned(), entry);
+    Ok(())
 }
 
 /// Single-quotes a string for sh.
@@ -159,7 +235,7 @@ pub fn wrapper_script(cli_entry: &str, with_session_runtime: bool) -> String {
 }
 
 /// The `bin` map of a package.json (`"bin": "x.js"` names the package's own command).
-fn bins(package_json: &serde_json::Value, name: &str) -> BTreeMap<String, String> {
+fn bin_map(package_json: &serde_json::Value, name: &str) -> BTreeMap<String, String> {
     let short = name.rsplit('/').next().unwrap_or(name).to_owned();
     match package_json.get("bin") {
         Some(serde_json::Value::String(s)) => BTreeMap::from([(short, s.clone())]),
@@ -170,45 +246,142 @@ fn bins(package_json: &serde_json::Value, name: &str) -> BTreeMap<String, String
     }
 }
 
-/// Lays out the layer's tree (pure).
-pub fn layer_tree(input: &LayerInput<'_>) -> Result<Tree, String> {
+/// Where a package tarball's entry goes: `Some(relative path)` for a regular file,
+/// `None` for what npm skips (directories, links that stay inside the package);
+/// a refusal for a path or link that leaves the package, or a device file.
+fn package_entry_path(
+    path: &str,
+    header: &tar::Header,
+    link: Option<&str>,
+) -> Result<Option<String>, (&'static str, Violation)> {
+    let kind = header.entry_type();
+    // npm strips the first component (usually `package/`).
+    let rel = path.split_once('/').map_or("", |(_, rel)| rel);
+    let special = if kind.is_character_special() {
+        Some("character device")
+    } else if kind.is_block_special() {
+        Some("block device")
+    } else if kind.is_fifo() {
+        Some("FIFO")
+    } else {
+        None
+    };
+    if let Some(kind) = special {
+        return Err(("entry", Violation::SpecialFile { kind }));
+    }
+    if kind.is_dir() {
+        if rel.trim_matches('/').is_empty() {
+            return Ok(None);
+        }
+        return untrusted::relative_path(rel).map(|_| None).map_err(|v| ("entry", v));
+    }
+    let rel = untrusted::relative_path(rel).map_err(|v| ("entry", v))?;
+    if kind.is_symlink() {
+        // npm drops links; one pointing out of the package is a sign of a hostile tarball.
+        untrusted::link_target_within(&rel, link.unwrap_or_default()).map_err(|v| ("symlink", v))?;
+        return Ok(None);
+    }
+    if kind.is_hard_link() {
+        // A hard link names another entry of the archive (first component included),
+        // so it stays inside when it is a relative path below some package directory.
+        let target = link.unwrap_or_default();
+        if !untrusted::relative_path(target).is_ok_and(|t| t.contains('/')) {
+            return Err(("hard link", Violation::LinkOutside { target: untrusted::shown(target) }));
+        }
+        return Ok(None);
+    }
+    Ok(kind.is_file().then_some(rel))
+}
+
+/// A file/directory clash in `what`.
+fn conflict(what: &str) -> impl Fn(String) -> LayerError + '_ {
+    move |path| LayerError::Conflict { what: what.to_owned(), path }
+}
+
+/// One npm package's files as npm lays them out, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageTree {
+    /// Regular files, relative to the package's directory.
+    pub files: Tree,
+    /// Its package.json (`Null` when absent or not JSON).
+    pub manifest: serde_json::Value,
+    /// `.bin` command → target relative to the package's directory, both checked.
+    pub bins: BTreeMap<String, String>,
+}
+
+/// Reads one package tarball the way npm installs it (first component stripped, links
+/// and directories skipped) and refuses anything hostile: a name or version that is not
+/// npm's, an entry or `bin` that leaves the package, a device file, a tarball over `limits`.
+/// `lock` and `build` call it before anything is laid out.
+pub fn package_tree(pkg: &NpmPackage<'_>, limits: TarLimits) -> Result<PackageTree, LayerError> {
+    // Checked again here (the lock and the registry's answers already were): this is a
+    // public pure function, and the name becomes a directory.
+    let named =
+        |field: &str, value: &str, v| UnsafeInput::new(Origin::Tarball(untrusted::shown(pkg.name)), field, value, v);
+    untrusted::npm_package_name(pkg.name).map_err(|v| named("name", pkg.name, v))?;
+    untrusted::exact_version(pkg.version).map_err(|v| named("version", pkg.version, v))?;
+    let what = format!("{}@{}", pkg.name, pkg.version);
+    let refuse = |field: String, value: &str, v| UnsafeInput::new(Origin::Tarball(what.clone()), field, value, v);
+    let mut files = Tree::new();
+    let mut manifest = serde_json::Value::Null;
+    gz_entries(pkg.tarball, &what, limits, |p, e| {
+        let link = e.link_name_bytes().map(|l| String::from_utf8_lossy(&l).into_owned());
+        let Some(rel) =
+            package_entry_path(p, e.header(), link.as_deref()).map_err(|(field, v)| refuse(field.into(), p, v))?
+        else {
+            return Ok(true);
+        };
+        let mode = e.header().mode().unwrap_or(0o644);
+        let mut data = Vec::new();
+        e.read_to_end(&mut data).map_err(|err| LayerError::Archive { what: what.clone(), detail: err.to_string() })?;
+        if rel == "package.json" {
+            manifest = serde_json::from_slice(&data).unwrap_or(serde_json::Value::Null);
+        }
+        let mode = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
+        put(&mut files, &rel, Entry::File { data, mode }).map_err(conflict(&what))?;
+        Ok(true)
+    })?;
+    let mut bins = BTreeMap::new();
+    for (cmd, target) in bin_map(&manifest, pkg.name) {
+        untrusted::file_name(&cmd).map_err(|v| refuse("package.json bin name".into(), &cmd, v))?;
+        let target =
+            untrusted::relative_path(&target).map_err(|v| refuse(format!("package.json bin {cmd}"), &target, v))?;
+        bins.insert(cmd, target);
+    }
+    Ok(PackageTree { files, manifest, bins })
+}
+
+/// Lays out the layer's tree (pure). Every name from the lock or a tarball is checked
+/// first; nothing lands outside `opt/playpen`, `usr/local/bin` and `etc/playpen`.
+pub fn layer_tree(input: &LayerInput<'_>) -> Result<Tree, LayerError> {
     let mut tree = Tree::new();
-    let node = extract_file(input.node_tarball, input.node_bin_path)?;
-    put(&mut tree, il::NODE_BIN.trim_start_matches('/'), Entry::File { data: node, mode: 0o755 });
+    let node_what = "the Node tarball";
+    let node_bin = untrusted::relative_path(input.node_bin_path)
+        .map_err(|v| UnsafeInput::new(Origin::Tarball(node_what.into()), "binPath", input.node_bin_path, v))?;
+    let node = extract_file(input.node_tarball, node_what, &node_bin)?;
+    put(&mut tree, il::NODE_BIN.trim_start_matches('/'), Entry::File { data: node, mode: 0o755 })
+        .map_err(conflict(node_what))?;
 
     let prefix = il::CLI_PREFIX.trim_start_matches('/');
     let mut lock_packages = serde_json::Map::new();
     let mut root_deps = serde_json::Map::new();
     let mut cli_entry = None;
     for pkg in &input.packages {
+        let PackageTree { files, manifest, bins: bin } = package_tree(pkg, input.limits)?;
+        let what = format!("{}@{}", pkg.name, pkg.version);
         let base = format!("{prefix}/node_modules/{}", pkg.name);
-        let mut manifest = serde_json::Value::Null;
-        gz_entries(pkg.tarball, |p, e| {
-            let header_type = e.header().entry_type();
-            if !header_type.is_file() {
-                return Ok(true);
+        for (rel, entry) in files {
+            if entry != Entry::Dir {
+                put(&mut tree, &format!("{base}/{rel}"), entry).map_err(conflict(&what))?;
             }
-            // npm strips the first component (usually `package/`).
-            let rel = p.split_once('/').map(|(_, r)| r).and_then(safe_relative);
-            let Some(rel) = rel else { return Err(format!("{}: unsafe path {p:?} in the tarball", pkg.name)) };
-            let mode = e.header().mode().unwrap_or(0o644);
-            let mut data = Vec::new();
-            e.read_to_end(&mut data).map_err(|err| format!("{}: {err}", pkg.name))?;
-            if rel == "package.json" {
-                manifest = serde_json::from_slice(&data).unwrap_or(serde_json::Value::Null);
-            }
-            let mode = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
-            put(&mut tree, &format!("{base}/{rel}"), Entry::File { data, mode });
-            Ok(true)
-        })?;
-        let bin = bins(&manifest, pkg.name);
+        }
         for (cmd, target) in &bin {
-            let target = safe_relative(target).ok_or_else(|| format!("{}: unsafe bin {target:?}", pkg.name))?;
             put(
                 &mut tree,
                 &format!("{prefix}/node_modules/.bin/{cmd}"),
                 Entry::Symlink(format!("../{}/{target}", pkg.name)),
-            );
+            )
+            .map_err(conflict(&what))?;
             if pkg.name == crate::resolve::CLI_PACKAGE && cmd == "playwright-cli" {
                 cli_entry = Some(format!("{}/node_modules/{}/{target}", il::CLI_PREFIX, pkg.name));
             }
@@ -231,30 +404,26 @@ pub fn layer_tree(input: &LayerInput<'_>) -> Result<Tree, String> {
             root_deps.insert(pkg.name.to_owned(), pkg.version.into());
         }
     }
-    let cli_entry = cli_entry.ok_or("@playwright/cli declares no `playwright-cli` bin")?;
+    let cli_entry = cli_entry.ok_or_else(|| LayerError::Archive {
+        what: crate::resolve::CLI_PACKAGE.into(),
+        detail: "declares no `playwright-cli` bin".into(),
+    })?;
     let root = serde_json::json!({"name": "playpen-cli", "private": true, "dependencies": root_deps});
     let mut all = serde_json::Map::new();
     all.insert(String::new(), root.clone());
     all.extend(lock_packages);
     let lockfile = serde_json::json!({"name": "playpen-cli", "lockfileVersion": 3, "requires": true, "packages": all});
-    put(&mut tree, &format!("{prefix}/package.json"), Entry::File { data: pretty(&root), mode: 0o644 });
-    put(&mut tree, &format!("{prefix}/package-lock.json"), Entry::File { data: pretty(&lockfile), mode: 0o644 });
-    put(
-        &mut tree,
-        il::CLI_WRAPPER.trim_start_matches('/'),
-        Entry::File { data: wrapper_script(&cli_entry, input.session_runtime.is_some()).into_bytes(), mode: 0o755 },
-    );
-    put(
-        &mut tree,
-        il::LAUNCH_DEFAULTS.trim_start_matches('/'),
-        Entry::File { data: pretty(input.launch_defaults), mode: 0o644 },
-    );
+    let mut own = vec![
+        (format!("{prefix}/package.json"), pretty(&root), 0o644),
+        (format!("{prefix}/package-lock.json"), pretty(&lockfile), 0o644),
+        (il::CLI_WRAPPER.into(), wrapper_script(&cli_entry, input.session_runtime.is_some()).into_bytes(), 0o755),
+        (il::LAUNCH_DEFAULTS.into(), pretty(input.launch_defaults), 0o644),
+    ];
     if let Some(bin) = input.session_runtime {
-        put(
-            &mut tree,
-            il::SESSION_RUNTIME_BIN.trim_start_matches('/'),
-            Entry::File { data: bin.to_vec(), mode: 0o755 },
-        );
+        own.push((il::SESSION_RUNTIME_BIN.into(), bin.to_vec(), 0o755));
+    }
+    for (path, data, mode) in own {
+        put(&mut tree, path.trim_start_matches('/'), Entry::File { data, mode }).map_err(conflict("the layer"))?;
     }
     Ok(tree)
 }
@@ -386,6 +555,7 @@ mod tests {
             packages: order.iter().map(|i| all[*i].clone()).collect(),
             launch_defaults: defaults,
             session_runtime: Some(b"session"),
+            limits: TarLimits::DEFAULT,
         }
     }
 
@@ -461,15 +631,38 @@ mod tests {
         let defaults = serde_json::json!({});
         let mut inp = input(&a, &[0, 1, 2], &defaults);
         inp.packages[1].tarball = &evil;
-        assert!(layer_tree(&inp).unwrap_err().contains("unsafe path"));
+        let err = layer_tree(&inp).unwrap_err();
+        assert_eq!(crate::failure::Classify::class(&err).exit_code(), 24, "{err}");
+        assert!(err.to_string().contains("the tarball of playwright@1.58.0-alpha: `entry`"), "{err}");
+        assert!(err.to_string().contains("`..`"), "{err}");
+    }
+
+    #[test]
+    fn tarball_limits_hold_at_their_boundaries() {
+        let tgz = tgz(&[("package/package.json", b"{}", 0o644), ("package/a.js", b"12345678", 0o644)]);
+        let pkg = NpmPackage {
+            name: "p",
+            version: "1.0.0",
+            resolved: "https://r/p.tgz",
+            integrity: String::new(),
+            tarball: &tgz,
+        };
+        let within =
+            |max_entries, max_unpacked_bytes| package_tree(&pkg, TarLimits { max_entries, max_unpacked_bytes });
+        assert!(within(2, 10).is_ok(), "2 entries and 10 bytes are within 2 and 10");
+        let err = within(1, 10).unwrap_err();
+        assert!(err.to_string().contains("`entry count` \"2\" is over the limit of 1 entries"), "{err}");
+        let err = within(2, 9).unwrap_err();
+        assert!(err.to_string().contains("`unpacked size` \"10\" is over the limit of 9 bytes"), "{err}");
+        assert_eq!(crate::failure::Classify::class(&err).exit_code(), 24);
     }
 
     #[test]
     fn node_binary_is_found_in_dist_and_npm_layouts() {
         let dist =
             tgz(&[("node-v22.12.0-linux-x64/bin/node", b"n", 0o755), ("node-v22.12.0-linux-x64/bin/npm", b"x", 0o755)]);
-        assert_eq!(find_node_binary_path(&dist).unwrap(), "node-v22.12.0-linux-x64/bin/node");
-        assert_eq!(find_node_binary_path(&fake_artifacts().0).unwrap(), "package/bin/node");
+        assert_eq!(find_node_binary_path(&dist, "n").unwrap(), "node-v22.12.0-linux-x64/bin/node");
+        assert_eq!(find_node_binary_path(&fake_artifacts().0, "n").unwrap(), "package/bin/node");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! packages for the base's family, and a build and verification through Docker Engine.
 //!
 //! Pure modules (no I/O): [`spec`], [`validate`], [`os_release`], [`packages`],
-//! [`dockerfile`], [`labels`], [`lock`], [`digest`], [`layer`], [`redact`].
+//! [`dockerfile`], [`labels`], [`lock`], [`digest`], [`layer`], [`redact`],
+//! [`untrusted`] (checks of every name and path from the registry, a lock or a tarball).
 //! I/O at the edges: [`fetch`] (HTTPS, cache), [`resolve`] (lock), [`engine`] (Docker),
 //! [`push`] (`--push` through the engine).
 
@@ -26,5 +27,6 @@ pub mod redact;
 pub mod resolve;
 pub mod seccomp;
 pub mod spec;
+pub mod untrusted;
 pub mod validate;
 pub mod verify;

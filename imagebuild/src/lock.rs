@@ -4,6 +4,7 @@
 
 use crate::digest::Integrity;
 use crate::spec::{ImageSpec, NodeSource};
+use crate::untrusted::{self, Origin, UnsafeInput, Violation};
 use serde::{Deserialize, Serialize};
 
 /// The lock file format version this builder writes and reads.
@@ -146,6 +147,9 @@ pub enum LockError {
         /// What is wrong.
         message: String,
     },
+    /// A name, version, URL or path in the lock would escape the layer or inject into the build.
+    #[error(transparent)]
+    Unsafe(#[from] crate::untrusted::UnsafeInput),
 }
 
 impl crate::failure::Classify for LockError {
@@ -153,6 +157,7 @@ impl crate::failure::Classify for LockError {
         match self {
             LockError::Read { .. } => crate::failure::FailureClass::Io,
             LockError::Parse { .. } => crate::failure::FailureClass::InvalidSpec,
+            LockError::Unsafe(e) => e.class(),
         }
     }
 }
@@ -167,17 +172,78 @@ impl Lock {
         text
     }
 
-    /// Parses a lock and checks its version.
+    /// Parses a lock, checks its version and every name, version, URL and path in it.
     pub fn parse(text: &str, origin: &str) -> Result<Lock, LockError> {
-        let lock: Lock = serde_json::from_str(text)
-            .map_err(|e| LockError::Parse { path: origin.to_owned(), message: e.to_string() })?;
+        let lock: Lock = serde_json::from_str(text).map_err(|e| LockError::Parse {
+            path: origin.to_owned(),
+            message: untrusted::printable(&e.to_string(), untrusted::MAX_MESSAGE),
+        })?;
         if lock.lock_version != LOCK_VERSION {
             return Err(LockError::Parse {
                 path: origin.to_owned(),
                 message: format!("lockVersion {} is not {LOCK_VERSION}", lock.lock_version),
             });
         }
+        lock.check_untrusted(origin)?;
         Ok(lock)
+    }
+
+    /// Refuses what `lock` never writes: a package name that is not an npm name (it
+    /// becomes a directory), a version that is not exact, a tarball that is not an http(s)
+    /// URL, a Chromium package or revision that is not one shell word (they go into `RUN`),
+    /// an executable path that is not absolute and clean, more packages than the limit.
+    pub fn check_untrusted(&self, origin: &str) -> Result<(), UnsafeInput> {
+        let refuse = |field: String, value: &str, violation| {
+            UnsafeInput::new(Origin::Lock(origin.to_owned()), field, value, violation)
+        };
+        let check = |field: &str, value: &str, rule: fn(&str) -> Result<(), Violation>| {
+            rule(value).map_err(|v| refuse(field.to_owned(), value, v))
+        };
+        // A URL is shown redacted: a mirror's URL may carry a credential.
+        let check_url = |field: &str, url: &str| {
+            untrusted::http_url(url).map_err(|v| refuse(field.to_owned(), &crate::redact::redact_url(url), v))
+        };
+        if self.packages.len() > untrusted::MAX_CLOSURE {
+            let max = untrusted::MAX_CLOSURE;
+            return Err(refuse(
+                "packages".into(),
+                &self.packages.len().to_string(),
+                Violation::TooManyPackages { max },
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, p) in self.packages.iter().enumerate() {
+            check(&format!("packages[{i}].name"), &p.name, untrusted::npm_package_name)?;
+            if !seen.insert(p.name.as_str()) {
+                return Err(refuse(format!("packages[{i}].name"), &p.name, Violation::Duplicate));
+            }
+            check(&format!("packages[{i}].version"), &p.version, untrusted::exact_version)?;
+            check_url(&format!("packages[{i}].resolved"), &p.resolved)?;
+        }
+        check("node.version", &self.node.version, untrusted::exact_version)?;
+        untrusted::relative_path(&self.node.bin_path)
+            .map_err(|v| refuse("node.binPath".into(), &self.node.bin_path, v))?;
+        if self.node.source != NodeSource::File {
+            check_url("node.url", &self.node.url)?;
+        }
+        match &self.chromium {
+            LockedChromium::Distribution { package, executable_path } => {
+                check("chromium.package", package, untrusted::os_package_name)?;
+                if let Some(path) = executable_path {
+                    check("chromium.executablePath", path, untrusted::absolute_path)?;
+                }
+            }
+            LockedChromium::Playwright { revision, browser_version } => {
+                check("chromium.revision", revision, untrusted::token)?;
+                if let Some(version) = browser_version {
+                    check("chromium.browserVersion", version, untrusted::token)?;
+                }
+            }
+            LockedChromium::Archive { executable_path, .. } => {
+                check("chromium.executablePath", executable_path, untrusted::absolute_path)?;
+            }
+        }
+        Ok(())
     }
 
     /// Reads a lock file.
@@ -247,6 +313,25 @@ mod tests {
         assert_eq!(Lock::parse(&text, "t").unwrap().to_canonical_json(), text);
         assert!(text.ends_with("}\n"));
         assert!(text.contains("\"source\": \"distribution\""));
+    }
+
+    #[test]
+    fn hostile_lock_values_are_refused_naming_the_field_without_credentials() {
+        let text = fixtures::lock_with(b"n", b"c", b"p", b"k").to_canonical_json();
+        let refused =
+            |from: &str, to: &str| Lock::parse(&text.replacen(from, to, 1), "x.lock.json").unwrap_err().to_string();
+        let err = refused("\"name\": \"playwright\"", "\"name\": \"../../etc\"");
+        assert!(
+            err.starts_with("lock x.lock.json: `packages[1].name` \"../../etc\" is not an npm package name"),
+            "{err}"
+        );
+        let err = refused("\"resolved\": \"https://", "\"resolved\": \"file://bob:s3cret@");
+        assert!(err.contains("`packages[0].resolved`") && !err.contains("s3cret"), "{err}");
+        let err = refused("\"package\": \"chromium\"", "\"package\": \"chromium\\nRUN id\"");
+        assert!(err.contains("`chromium.package` \"chromium\\nRUN id\" contains '\\n'"), "{err}");
+        let err = refused("\"binPath\": \"package/bin/node\"", "\"binPath\": \"/etc/passwd\"");
+        assert!(err.contains("`node.binPath`") && err.contains("absolute path"), "{err}");
+        assert!(err.contains("run `lock` again from the spec"), "{err}");
     }
 
     #[test]

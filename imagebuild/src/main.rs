@@ -20,7 +20,8 @@ struct Cli {
 const EXIT_CODES: &str = "Exit codes: 0 ok, 10 invalid spec or lock, 11 local file, 13 registry rejected auth, \
 14 registry unreachable, 15 package or version absent, 16 browser download blocked, 17 digest mismatch, \
 18 unknown OS family, 19 missing host dependencies, 20 Docker Engine, 21 verification failed, \
-22 push: the image registry refused or needs credentials, 23 push: the image registry unreachable or refused the push.";
+22 push: the image registry refused or needs credentials, 23 push: the image registry unreachable or refused the push, \
+24 unsafe input: a registry, lock or tarball name that would escape the layer or inject into the build.";
 
 #[derive(Debug, Subcommand)]
 enum Command {

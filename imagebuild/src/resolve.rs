@@ -4,8 +4,10 @@
 
 use crate::digest::{sha256_from_shasums, Integrity};
 use crate::fetch::{check_digest, FetchError, Fetcher};
+use crate::layer::{LayerError, NpmPackage, TarLimits};
 use crate::lock::{Lock, LockedChromium, LockedFile, LockedNode, LockedPackage, LOCK_VERSION};
 use crate::spec::{ChromiumSource, ImageSpec, Libc, NodeSource};
+use crate::untrusted::{self, Origin, UnsafeInput, Violation};
 use std::collections::{BTreeMap, VecDeque};
 
 /// The CLI package.
@@ -62,7 +64,13 @@ pub enum ResolveError {
     /// The Chromium archive could not be downloaded.
     #[error("the Chromium archive could not be downloaded: {0}")]
     BrowserDownload(FetchError),
-    /// A tarball is not a readable gzip tar.
+    /// A name, path or URL from the registry or a tarball is refused.
+    #[error(transparent)]
+    Unsafe(#[from] UnsafeInput),
+    /// A tarball is unreadable, lacks a file, or holds a hostile entry.
+    #[error(transparent)]
+    Tarball(#[from] LayerError),
+    /// A registry's metadata or a spec digest is unusable.
     #[error("{what}: {detail}")]
     Archive {
         /// Which archive.
@@ -77,6 +85,8 @@ impl crate::failure::Classify for ResolveError {
         use crate::failure::FailureClass as F;
         match self {
             ResolveError::Fetch(e) => e.class(),
+            ResolveError::Unsafe(e) => e.class(),
+            ResolveError::Tarball(e) => e.class(),
             ResolveError::VersionAbsent { .. } | ResolveError::NotInShasums { .. } => F::PackageAbsent,
             ResolveError::RangeDependency { .. } | ResolveError::BrowsersJson { .. } | ResolveError::Archive { .. } => {
                 F::InvalidSpec
@@ -107,6 +117,11 @@ pub fn version_entry(
     };
     let v = packument.get("versions").and_then(|vs| vs.get(version)).ok_or_else(absent)?;
     let tarball = v.pointer("/dist/tarball").and_then(|t| t.as_str()).ok_or_else(absent)?.to_owned();
+    // A registry names where the tarball is; never a local file the builder would read into the image.
+    untrusted::http_url(&tarball).map_err(|violation| {
+        let shown = crate::redact::redact_url(&tarball);
+        UnsafeInput::new(from_registry(registry), format!("{name}@{version} dist.tarball"), &shown, violation)
+    })?;
     let integrity =
         v.pointer("/dist/integrity").and_then(|t| t.as_str()).and_then(|s| Integrity::parse(s).ok()).ok_or_else(
             || ResolveError::Archive {
@@ -122,11 +137,14 @@ pub fn version_entry(
     Ok((tarball, integrity, deps))
 }
 
+fn from_registry(registry: &str) -> Origin {
+    Origin::Registry(crate::redact::redact_url(registry))
+}
+
 /// Whether an npm requirement is one exact version (`1.2.3`, `=1.2.3`, `1.2.3-alpha.1`).
 pub fn exact_requirement(range: &str) -> Option<&str> {
     let v = range.trim().trim_start_matches('=');
-    let core = v.split(['-', '+']).next().unwrap_or_default();
-    crate::validate::parse_exact_version(core).map(|_| v)
+    untrusted::exact_version(v).ok().map(|()| v)
 }
 
 /// Resolves `@playwright/cli@version` and its exact dependency closure, sorted by name.
@@ -139,15 +157,37 @@ pub async fn resolve_cli(f: &Fetcher, registry: &str, version: &str) -> Result<V
         }
         let packument = f.get_json(&packument_url(registry, &name)).await?;
         let (tarball, integrity, deps) = version_entry(&packument, &name, &version, registry)?;
-        f.fetch_verified(&tarball, &integrity).await?;
+        let bytes = f.fetch_verified(&tarball, &integrity).await?;
+        // A hostile tarball fails here, at lock time, not halfway through a build.
+        let package = NpmPackage {
+            name: &name,
+            version: &version,
+            resolved: &tarball,
+            integrity: integrity.to_string(),
+            tarball: &bytes,
+        };
+        crate::layer::package_tree(&package, TarLimits::DEFAULT)?;
         for (dep, range) in deps {
+            // The name becomes a registry URL path and a directory under node_modules.
+            untrusted::npm_package_name(&dep).map_err(|violation| {
+                UnsafeInput::new(from_registry(registry), format!("dependencies of {name}@{version}"), &dep, violation)
+            })?;
             let exact = exact_requirement(&range).ok_or_else(|| ResolveError::RangeDependency {
                 package: name.clone(),
                 version: version.clone(),
                 dependency: dep.clone(),
-                range: range.clone(),
+                range: untrusted::shown(&range),
             })?;
             queue.push_back((dep, exact.to_owned()));
+        }
+        if out.len() + 1 + queue.len() > untrusted::MAX_CLOSURE {
+            return Err(UnsafeInput::new(
+                from_registry(registry),
+                format!("dependency closure of {CLI_PACKAGE}"),
+                &(out.len() + 1 + queue.len()).to_string(),
+                Violation::TooManyPackages { max: untrusted::MAX_CLOSURE },
+            )
+            .into());
         }
         out.insert(name.clone(), LockedPackage { name, version, resolved: tarball, integrity });
     }
@@ -192,14 +232,12 @@ pub async fn resolve_node(f: &Fetcher, spec: &ImageSpec) -> Result<LockedNode, R
                 .map_err(|e| ResolveError::Archive { what: "node.sha256".into(), detail: e.to_string() })?;
             let bytes = f.get(&path).await?;
             check_digest(&path, &integrity, &bytes)?;
-            let bin = crate::layer::find_node_binary_path(&bytes)
-                .map_err(|detail| ResolveError::Archive { what: path.clone(), detail })?;
+            let bin = crate::layer::find_node_binary_path(&bytes, &path)?;
             (path, integrity, bin)
         }
     };
     let bytes = f.fetch_verified(&url, &integrity).await?;
-    crate::layer::extract_file(&bytes, &bin_path)
-        .map_err(|detail| ResolveError::Archive { what: url.clone(), detail })?;
+    crate::layer::extract_file(&bytes, &crate::redact::redact_url(&url), &bin_path)?;
     Ok(LockedNode { version: n.version.clone(), source: n.source, url, integrity, bin_path })
 }
 
@@ -235,10 +273,25 @@ pub async fn resolve_chromium(
                     detail: "the CLI's closure has no playwright-core".into(),
                 })?;
             let bytes = f.fetch_verified(&core.resolved, &core.integrity).await?;
-            let text = crate::layer::extract_file(&bytes, "package/browsers.json")
-                .map_err(|detail| ResolveError::BrowsersJson { version: core.version.clone(), detail })?;
+            let what = format!("playwright-core@{}", core.version);
+            let text = crate::layer::extract_file(&bytes, &what, "package/browsers.json")?;
             let (revision, browser_version) = chromium_from_browsers_json(&String::from_utf8_lossy(&text))
                 .map_err(|detail| ResolveError::BrowsersJson { version: core.version.clone(), detail })?;
+            // The revision is a word in the Dockerfile's install-browser step.
+            let checks =
+                [("chromium.revision", Some(&revision)), ("chromium.browserVersion", browser_version.as_ref())];
+            for (field, value) in checks {
+                if let Some(value) = value {
+                    untrusted::token(value).map_err(|violation| {
+                        UnsafeInput::new(
+                            Origin::Tarball(what.clone()),
+                            format!("browsers.json {field}"),
+                            value,
+                            violation,
+                        )
+                    })?;
+                }
+            }
             LockedChromium::Playwright { revision, browser_version }
         }
         ChromiumSource::Archive => {
@@ -289,12 +342,32 @@ mod tests {
 
     #[test]
     fn missing_versions_are_package_absent() {
-        let p = serde_json::json!({"versions": {"1.0.0": {"dist": {"tarball": "t", "integrity": Integrity::sha512_of(b"x").to_string()}}}});
+        let p = serde_json::json!({"versions": {"1.0.0": {"dist": {"tarball": "https://r/x.tgz", "integrity": Integrity::sha512_of(b"x").to_string()}}}});
         let err = version_entry(&p, "x", "2.0.0", "https://r").unwrap_err();
         assert_eq!(crate::failure::Classify::class(&err), crate::failure::FailureClass::PackageAbsent);
         assert!(err.to_string().contains("x@2.0.0"));
         let (t, i, d) = version_entry(&p, "x", "1.0.0", "https://r").unwrap();
-        assert_eq!((t.as_str(), i.algorithm(), d.len()), ("t", "sha512", 0));
+        assert_eq!((t.as_str(), i.algorithm(), d.len()), ("https://r/x.tgz", "sha512", 0));
+    }
+
+    #[test]
+    fn a_registry_cannot_point_a_tarball_at_a_local_file() {
+        for tarball in ["/etc/shadow", "file:///etc/shadow", "../x.tgz", "https://r/x.tgz\nRUN id", "ftp://bob:pw@h/x"]
+        {
+            let p = serde_json::json!({"versions": {"1.0.0": {"dist": {"tarball": tarball, "integrity": Integrity::sha512_of(b"x").to_string()}}}});
+            let err = version_entry(&p, "x", "1.0.0", "https://bob:pw@r").unwrap_err();
+            assert_eq!(crate::failure::Classify::class(&err).exit_code(), 24, "{err}");
+            let text = err.to_string();
+            assert!(text.contains("`x@1.0.0 dist.tarball`") && text.contains("registry.npm"), "{text}");
+            assert!(!text.contains("pw@") && !text.contains('\n'), "{text}");
+        }
+    }
+
+    #[test]
+    fn hostile_requirements_are_not_exact() {
+        assert_eq!(exact_requirement("1.2.3-$(id)"), None);
+        assert_eq!(exact_requirement("1.2.3\nRUN id"), None);
+        assert_eq!(exact_requirement("1.2.3 || 2.0.0"), None);
     }
 
     #[test]

@@ -314,7 +314,10 @@ impl crate::failure::Classify for SpecError {
 
 /// Parses YAML text; `origin` names it in errors.
 pub fn parse_spec(yaml: &str, origin: &str) -> Result<ImageSpec, SpecError> {
-    serde_yaml::from_str(yaml).map_err(|e| SpecError::Parse { path: origin.to_owned(), message: e.to_string() })
+    serde_yaml::from_str(yaml).map_err(|e| SpecError::Parse {
+        path: origin.to_owned(),
+        message: crate::untrusted::printable(&e.to_string(), crate::untrusted::MAX_MESSAGE),
+    })
 }
 
 /// Reads and parses a spec file.
@@ -354,6 +357,14 @@ mod tests {
         let nested = MINIMAL.replace("{version: 0.1.22}", "{version: 0.1.22, tag: latest}");
         let err = parse_spec(&nested, "t").unwrap_err();
         assert!(err.to_string().contains("unknown field `tag`"), "{err}");
+    }
+
+    #[test]
+    fn parse_errors_quote_hostile_keys_escaped_and_bounded() {
+        let key = format!("\"\\e[2J{}\"", "k".repeat(1000));
+        let err = parse_spec(&format!("{MINIMAL}{key}: 1\n"), "t").unwrap_err().to_string();
+        assert!(err.contains("unknown field `\\u{1b}[2Jkkk") && err.ends_with('…'), "{err}");
+        assert!(!err.chars().any(char::is_control) && err.chars().count() < 700, "{err}");
     }
 
     #[test]

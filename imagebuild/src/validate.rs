@@ -2,6 +2,7 @@
 //! and how to fix it; all problems are reported at once.
 
 use crate::spec::{ChromiumSource, ImageSpec, NodeSource, SandboxMode};
+use crate::untrusted;
 use std::fmt;
 
 /// One problem in a spec.
@@ -38,8 +39,14 @@ pub fn validate(spec: &ImageSpec) -> Result<(), InvalidSpec> {
     let mut problems = Vec::new();
     let mut push = |field: &'static str, message: String| problems.push(SpecProblem { field, message });
 
-    if spec.base.image.trim().is_empty() || spec.base.image.chars().any(char::is_whitespace) {
-        push("base.image", "must be an image reference without spaces, for example `debian:bookworm-slim`".into());
+    if let Err(v) = untrusted::image_reference(&spec.base.image) {
+        push(
+            "base.image",
+            format!(
+                "{} {v}: write one image reference, for example `debian:bookworm-slim`",
+                untrusted::shown(&spec.base.image)
+            ),
+        );
     }
 
     match parse_exact_version(&spec.node.version) {
@@ -85,12 +92,12 @@ pub fn validate(spec: &ImageSpec) -> Result<(), InvalidSpec> {
         check_url(url, "node.distUrl", &mut push);
     }
 
-    if parse_exact_version(&spec.cli.version).is_none() && !is_exact_prerelease(&spec.cli.version) {
+    if untrusted::exact_version(&spec.cli.version).is_err() {
         push(
             "cli.version",
             format!(
-                "`{}` is not an exact version: pin one, for example `0.1.22` (ranges and tags are refused)",
-                spec.cli.version
+                "{} is not an exact version: pin one, for example `0.1.22` (ranges and tags are refused)",
+                untrusted::shown(&spec.cli.version)
             ),
         );
     }
@@ -132,9 +139,20 @@ pub fn validate(spec: &ImageSpec) -> Result<(), InvalidSpec> {
             }
         }
     }
+    if let Some(package) = &c.package {
+        if let Err(v) = untrusted::os_package_name(package) {
+            push(
+                "chromium.package",
+                format!("{} {v}: name one OS package, for example `chromium`", untrusted::shown(package)),
+            );
+        }
+    }
     if let Some(p) = &c.executable_path {
-        if !p.starts_with('/') {
-            push("chromium.executablePath", format!("`{p}` must be an absolute path"));
+        if let Err(v) = untrusted::absolute_path(p) {
+            push(
+                "chromium.executablePath",
+                format!("{} {v}: it must be an absolute path in the image", untrusted::shown(p)),
+            );
         }
     }
 
@@ -164,12 +182,14 @@ pub fn validate(spec: &ImageSpec) -> Result<(), InvalidSpec> {
         );
     }
 
-    for name in spec.packages.iter().chain(&spec.fonts) {
-        if !is_package_name(name) {
-            push(
-                "packages",
-                format!("`{name}` is not a package name (letters, digits, `.+-_:` only; no shell syntax)"),
-            );
+    for (field, names) in [("packages", &spec.packages), ("fonts", &spec.fonts)] {
+        for name in names {
+            if let Err(v) = untrusted::os_package_name(name) {
+                push(
+                    field,
+                    format!("{} {v}: it must be one package name, with no shell syntax", untrusted::shown(name)),
+                );
+            }
         }
     }
 
@@ -217,18 +237,6 @@ pub fn parse_exact_version(v: &str) -> Option<(u64, u64, u64)> {
     parts.next().is_none().then_some((major, minor, patch))
 }
 
-/// `1.2.3-alpha.4` style exact prerelease versions (npm publishes the CLI's dependencies so).
-fn is_exact_prerelease(v: &str) -> bool {
-    match v.split_once('-') {
-        Some((core, pre)) => {
-            parse_exact_version(core).is_some()
-                && !pre.is_empty()
-                && pre.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
-        }
-        None => false,
-    }
-}
-
 /// 64 lowercase or uppercase hex digits.
 pub fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit())
@@ -239,12 +247,6 @@ fn is_login_name(s: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
         && s.len() <= 32
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
-}
-
-fn is_package_name(s: &str) -> bool {
-    !s.is_empty()
-        && !s.starts_with('-')
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_' | ':'))
 }
 
 #[cfg(test)]
@@ -316,6 +318,19 @@ mod tests {
     fn package_names_cannot_smuggle_shell() {
         assert_eq!(fields(&format!("{OK}packages: ['curl; rm -rf /']\n")), vec!["packages"]);
         assert_eq!(fields(&format!("{OK}fonts: [fonts-noto-cjk, libstdc++6]\n")), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn chromium_package_and_paths_cannot_smuggle_shell() {
+        let with = |c: &str| fields(&OK.replace("{source: distribution}", c));
+        assert_eq!(with("{source: distribution, package: 'chromium; curl x|sh'}"), vec!["chromium.package"]);
+        assert_eq!(with("{source: distribution, package: '--allow-downgrades'}"), vec!["chromium.package"]);
+        assert_eq!(with("{source: distribution, package: chromium-headless}"), Vec::<&str>::new());
+        assert_eq!(with("{source: distribution, executablePath: /usr/../bin/sh}"), vec!["chromium.executablePath"]);
+        assert_eq!(fields(&OK.replace("playpen/base:bookworm", "'x\nRUN id'")), vec!["base.image"]);
+        assert_eq!(fields(&OK.replace("playpen/base:bookworm", "'--platform=evil'")), vec!["base.image"]);
+        assert_eq!(fields(&format!("{OK}fonts: ['-f']\n")), vec!["fonts"]);
+        assert_eq!(fields(&format!("{OK}packages: ['{}']\n", "a".repeat(129))), vec!["packages"]);
     }
 
     #[test]

@@ -33,12 +33,17 @@ fn seccomp_subcommand_prints_the_charts_profile() {
 }
 
 #[test]
-fn the_example_spec_is_valid_and_the_help_lists_exit_codes() {
+fn the_example_spec_and_lock_are_valid_and_the_help_lists_exit_codes() {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/debian-chromium.yaml");
     let spec = playpen_imagebuild::spec::read_spec(std::path::Path::new(example)).unwrap();
     playpen_imagebuild::validate::validate(&spec).unwrap();
+    // The example lock, made by `lock` from the real registry, passes every hostile-input check.
+    let lock = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/debian-chromium.lock.json");
+    let lock = playpen_imagebuild::lock::Lock::read(std::path::Path::new(lock)).unwrap();
+    playpen_imagebuild::validate::validate(&lock.spec).unwrap();
     let help = stdout_of(&["--help"]);
     assert!(help.contains("17 digest mismatch") && help.contains("13 registry rejected auth"), "{help}");
+    assert!(help.contains("24 unsafe input"), "{help}");
 }
 
 #[test]

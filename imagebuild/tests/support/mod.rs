@@ -16,11 +16,12 @@ pub struct Answer {
     pub body: Vec<u8>,
 }
 
-/// A server on 127.0.0.1 that answers from a route table; records Authorization headers.
+/// A server on 127.0.0.1 that answers from a route table; records request paths and Authorization headers.
 pub struct Server {
     pub base: String,
     pub routes: Arc<Mutex<HashMap<String, Answer>>>,
     pub seen_auth: Arc<Mutex<Vec<String>>>,
+    pub seen_paths: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -29,11 +30,12 @@ impl Server {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let routes: Arc<Mutex<HashMap<String, Answer>>> = Arc::default();
         let seen_auth: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (r, a) = (routes.clone(), seen_auth.clone());
+        let seen_paths: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (r, a, sp) = (routes.clone(), seen_auth.clone(), seen_paths.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
-                let (r, a) = (r.clone(), a.clone());
+                let (r, a, sp) = (r.clone(), a.clone(), sp.clone());
                 std::thread::spawn(move || {
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
                     let mut request_line = String::new();
@@ -50,6 +52,7 @@ impl Server {
                         }
                     }
                     let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                    sp.lock().unwrap().push(path.clone());
                     let answer = r
                         .lock()
                         .unwrap()
@@ -66,7 +69,7 @@ impl Server {
                 });
             }
         });
-        Server { base, routes, seen_auth }
+        Server { base, routes, seen_auth, seen_paths }
     }
 
     pub fn serve(&self, path: &str, body: impl Into<Vec<u8>>) {
@@ -121,11 +124,38 @@ pub fn serve_node_dist(s: &Server, version: &str) -> Vec<u8> {
     tarball
 }
 
+/// The version of `playwright` and `playwright-core` in the fake registry.
+pub const CORE_VERSION: &str = "1.64.0-alpha-1";
+
+/// `@playwright/cli`'s package.json in the fake registry.
+pub fn cli_package_json() -> String {
+    format!(
+        r#"{{"name":"@playwright/cli","version":"0.1.22","bin":{{"playwright-cli":"playwright-cli.js"}},"dependencies":{{"playwright":"{CORE_VERSION}","playwright-core":"{CORE_VERSION}"}}}}"#
+    )
+}
+
+/// The dependencies of `@playwright/cli` in the fake registry, as packument JSON.
+pub fn cli_dependencies() -> String {
+    format!(r#"{{"playwright":"{CORE_VERSION}","playwright-core":"{CORE_VERSION}"}}"#)
+}
+
+/// Serves `name@version`'s packument at `/npm/<name>` (its `dist.tarball` at `/npm/<file>`,
+/// its sha512 integrity) and the tarball itself.
+pub fn serve_package(s: &Server, name: &str, version: &str, file: &str, tarball: &[u8], deps: &str) {
+    let packument = format!(
+        r#"{{"name":"{name}","versions":{{"{version}":{{"dist":{{"tarball":"{base}/npm/{file}","integrity":"{sri}"}},"dependencies":{deps}}}}}}}"#,
+        base = s.base,
+        sri = sha512_sri(tarball)
+    );
+    s.serve(&format!("/npm/{}", name.replace('/', "%2f")), packument);
+    s.serve(&format!("/npm/{file}"), tarball.to_vec());
+}
+
 /// Serves a fake npm registry at `/npm` holding @playwright/cli 0.1.22 → playwright → playwright-core.
 pub fn serve_npm(s: &Server) {
-    let core_version = "1.64.0-alpha-1";
+    let core_version = CORE_VERSION;
     let cli = tgz(&[
-        ("package/package.json", format!(r#"{{"name":"@playwright/cli","version":"0.1.22","bin":{{"playwright-cli":"playwright-cli.js"}},"dependencies":{{"playwright":"{core_version}","playwright-core":"{core_version}"}}}}"#).as_bytes(), 0o644),
+        ("package/package.json", cli_package_json().as_bytes(), 0o644),
         ("package/playwright-cli.js", b"console.log('0.1.22')\n", 0o644),
     ]);
     let pw = tgz(&[
@@ -144,23 +174,61 @@ pub fn serve_npm(s: &Server) {
             0o644,
         ),
     ]);
-    let packument = |name: &str, version: &str, file: &str, bytes: &[u8], deps: &str| {
-        format!(
-            r#"{{"name":"{name}","versions":{{"{version}":{{"dist":{{"tarball":"{base}/npm/{file}","integrity":"{sri}"}},"dependencies":{deps}}}}}}}"#,
-            base = s.base,
-            sri = sha512_sri(bytes)
-        )
-    };
-    let deps = format!(r#"{{"playwright":"{core_version}","playwright-core":"{core_version}"}}"#);
-    s.serve("/npm/@playwright%2fcli", packument("@playwright/cli", "0.1.22", "cli.tgz", &cli, &deps));
-    s.serve(
-        "/npm/playwright",
-        packument("playwright", core_version, "pw.tgz", &pw, &format!(r#"{{"playwright-core":"{core_version}"}}"#)),
-    );
-    s.serve("/npm/playwright-core", packument("playwright-core", core_version, "core.tgz", &core, "{}"));
-    s.serve("/npm/cli.tgz", cli);
-    s.serve("/npm/pw.tgz", pw);
-    s.serve("/npm/core.tgz", core);
+    serve_package(s, "@playwright/cli", "0.1.22", "cli.tgz", &cli, &cli_dependencies());
+    let pw_deps = format!(r#"{{"playwright-core":"{core_version}"}}"#);
+    serve_package(s, "playwright", core_version, "pw.tgz", &pw, &pw_deps);
+    serve_package(s, "playwright-core", core_version, "core.tgz", &core, "{}");
+}
+
+/// One tar entry written byte for byte, so tests can make what `tar::Builder` refuses
+/// to write: `..` and absolute names, links out, devices, names that are not UTF-8,
+/// a size the data does not have.
+#[derive(Clone, Debug)]
+pub struct RawEntry {
+    pub path: Vec<u8>,
+    pub data: Vec<u8>,
+    pub kind: tar::EntryType,
+    pub link: Vec<u8>,
+    /// The size the header declares, when not the data's.
+    pub declared_size: Option<u64>,
+}
+
+impl RawEntry {
+    pub fn new(path: impl AsRef<[u8]>, kind: tar::EntryType) -> RawEntry {
+        RawEntry { path: path.as_ref().to_vec(), data: vec![], kind, link: vec![], declared_size: None }
+    }
+    pub fn file(path: impl AsRef<[u8]>, data: impl AsRef<[u8]>) -> RawEntry {
+        RawEntry { data: data.as_ref().to_vec(), ..RawEntry::new(path, tar::EntryType::Regular) }
+    }
+    pub fn link(path: impl AsRef<[u8]>, kind: tar::EntryType, target: impl AsRef<[u8]>) -> RawEntry {
+        RawEntry { link: target.as_ref().to_vec(), ..RawEntry::new(path, kind) }
+    }
+}
+
+/// A .tgz of raw entries; names over 100 bytes get a GNU long-name entry first.
+pub fn raw_tgz(entries: &[RawEntry]) -> Vec<u8> {
+    let mut b = tar::Builder::new(GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    for e in entries {
+        if e.path.len() > 100 {
+            let mut long = tar::Header::new_gnu();
+            long.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+            long.set_entry_type(tar::EntryType::GNULongName);
+            long.set_size(e.path.len() as u64 + 1);
+            long.set_mode(0o644);
+            long.set_cksum();
+            b.append(&long, [e.path.as_slice(), b"\0"].concat().as_slice()).unwrap();
+        }
+        let mut h = tar::Header::new_gnu();
+        let name = &e.path[..e.path.len().min(100)];
+        h.as_old_mut().name[..name.len()].copy_from_slice(name);
+        h.as_old_mut().linkname[..e.link.len()].copy_from_slice(&e.link);
+        h.set_entry_type(e.kind);
+        h.set_mode(0o644);
+        h.set_size(e.declared_size.unwrap_or(e.data.len() as u64));
+        h.set_cksum();
+        b.append(&h, e.data.as_slice()).unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap()
 }
 
 /// A spec using the local server for Node (dist) and npm.
