@@ -94,26 +94,25 @@ impl Argv {
         out
     }
 
-    /// `JSON.stringify(argv)`.
+    /// `JSON.stringify(argv)`: integer-like keys come before `_` (which minimist
+    /// sets first), as in any JS object.
     pub fn to_json(&self) -> String {
-        let mut out = String::from("{\"_\":[");
-        for (i, p) in self.positional.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(&json_string(p));
-        }
-        out.push(']');
+        let mut fields: Vec<String> = Vec::with_capacity(self.options.len() + 1);
+        let positional: Vec<String> = self.positional.iter().map(|p| json_string(p)).collect();
+        let positional = format!("\"_\":[{}]", positional.join(","));
+        let mut positional = Some(positional);
         for key in self.keys() {
+            if array_index(key).is_none() {
+                fields.extend(positional.take());
+            }
             if let Some(value) = self.get(key) {
-                out.push(',');
-                out.push_str(&json_string(key));
-                out.push(':');
-                value.write_json(&mut out);
+                let mut field = format!("{}:", json_string(key));
+                value.write_json(&mut field);
+                fields.push(field);
             }
         }
-        out.push('}');
-        out
+        fields.extend(positional);
+        format!("{{{}}}", fields.join(","))
     }
 }
 
@@ -502,7 +501,8 @@ mod tests {
     fn keys_follow_js_property_order_and_json_matches_stringify() {
         let a = parse(&["x", "--b", "1", "--10", "y", "--a", "2", "--2", "z"]);
         assert_eq!(a.keys(), vec!["2", "10", "b", "a"]);
-        assert_eq!(a.to_json(), r#"{"_":["x"],"2":"z","10":"y","b":"1","a":"2"}"#);
+        // As node prints it: integer-like keys before `_`.
+        assert_eq!(a.to_json(), r#"{"2":"z","10":"y","_":["x"],"b":"1","a":"2"}"#);
         let a = parse(&["say", "line\nnext \"q\" \u{1}", "--flag"]);
         assert_eq!(a.to_json(), "{\"_\":[\"say\",\"line\\nnext \\\"q\\\" \\u0001\"],\"flag\":true}");
     }
