@@ -7,6 +7,7 @@
 //! One test: the chart's ClusterRoles are cluster-wide names, and the scenarios
 //! share the installation. Independent scenarios run concurrently.
 
+mod hostile;
 mod kubectl;
 mod session;
 mod setup;
@@ -19,12 +20,17 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     let client = client().await?;
     let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
     let (a, b) = (installed.team_a.name.as_str(), installed.team_b.name.as_str());
-    let (main, isolation) = tokio::join!(
+    let system = installed.system.name.as_str();
+    let (main, isolation, hostile) = tokio::join!(
         session::drive_view_recover_delete(&client, a, &installed.fixture_url),
         session::isolation_and_disabled(&client, b, a),
+        hostile::non_ascii_executable_is_reported_not_fatal(&client, b, system),
     );
+    let survived = hostile::operator_never_restarted(&client, system).await;
     let uninstalled = setup::uninstall(&client, &installed).await;
     main.context("the main session (steps 2-4, 6-8)")?;
     isolation.context("the second team's session (steps 5, 6)")?;
+    hostile.context("a tenant's non-ASCII executablePath")?;
+    survived.context("the operator across the whole suite")?;
     uninstalled
 }
