@@ -89,7 +89,9 @@ async fn install_run_as_chart_account_upgrade_uninstall() -> anyhow::Result<()> 
         ("delete", "", "nodes", None, None),
         ("create", "", "pods", Some("exec"), Some(w)),
         ("create", "", "pods", Some("portforward"), Some(w)),
-        ("delete", "", "pods", None, Some(w)),
+        ("delete", "", "pods", None, Some(other.name.as_str())),
+        ("delete", "", "configmaps", None, Some(w)),
+        ("delete", "", "secrets", None, Some(w)),
         ("create", "", "pods", None, Some(other.name.as_str())),
         ("list", "playpen.dev", "browsersessions", None, Some(other.name.as_str())),
         ("create", "rbac.authorization.k8s.io", "rolebindings", None, Some(w)),
@@ -103,6 +105,7 @@ async fn install_run_as_chart_account_upgrade_uninstall() -> anyhow::Result<()> 
         );
     }
     assert!(can(&sa, "create", "", "pods", None, Some(w)).await?, "sanity: it may create Pods where it watches");
+    assert!(can(&sa, "delete", "", "pods", None, Some(w)).await?, "it replaces failed browser Pods where it watches");
 
     // People: viewer may port-forward, driver may also exec; neither reads Secrets.
     let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), w);

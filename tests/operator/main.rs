@@ -6,6 +6,7 @@ mod hostile;
 mod leader;
 mod properties;
 mod reconcile;
+mod recovery;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};

@@ -16,6 +16,7 @@ use playpen_api::naming::MANAGER;
 use playpen_api::BrowserSession;
 use playpen_operator::apply::Child;
 use playpen_operator::build::{self, Identity};
+use playpen_operator::recovery::Recovery;
 use playpen_operator::status::{self, Observed};
 use playpen_tests::{client, ensure_crd, settings, TestNamespace};
 use proptest::prelude::*;
@@ -219,7 +220,7 @@ async fn every_admitted_spec_builds_children_the_api_server_accepts() -> anyhow:
                         continue;
                     }
                 };
-                let observed = Observed { missing: &[], pod: None };
+                let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None };
                 let computed = status::compute(&stored, &id, observed, Timestamp::now());
                 let status_ok = computed.conditions.len() == 6;
                 let applied = async {

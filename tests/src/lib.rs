@@ -17,6 +17,7 @@ use kube::{Client, Config};
 use playpen_operator::build::{SeccompChoice, Settings};
 use playpen_operator::leader::LeaseConfig;
 use playpen_operator::operator::{self, Handles};
+use playpen_operator::recovery::RecoveryBudget;
 use tokio::sync::OnceCell;
 
 /// Path of the committed CRD, relative to this crate.
@@ -158,12 +159,23 @@ impl RunningOperator {
         namespaces: &[&str],
         lease: Option<LeaseConfig>,
     ) -> anyhow::Result<Self> {
+        Self::start_with_recovery(client, namespaces, lease, RecoveryBudget::default()).await
+    }
+
+    /// Starts an operator watching `namespaces` that replaces failed Pods within `recovery`.
+    pub async fn start_with_recovery(
+        client: &Client,
+        namespaces: &[&str],
+        lease: Option<LeaseConfig>,
+        recovery: RecoveryBudget,
+    ) -> anyhow::Result<Self> {
         let config = operator::Config {
             namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
             settings: settings(),
             http_addr: "127.0.0.1:0".parse()?,
             lease,
             reporter: "playpen-operator".into(),
+            recovery,
         };
         let (handles, run) = operator::start(client.clone(), config).await?;
         Ok(Self { handles, task: tokio::spawn(run) })

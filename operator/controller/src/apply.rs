@@ -4,7 +4,7 @@ use std::fmt::Debug;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::NamespaceResourceScope;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::MANAGER;
 use serde::de::DeserializeOwned;
@@ -110,5 +110,30 @@ async fn apply_opt<K: Child>(to: Target<'_>, obj: Option<&K>) -> Result<Option<K
     match obj {
         Some(obj) => apply(to, obj).await.map(Some),
         None => Ok(None),
+    }
+}
+
+/// Deletes the Pod `name` if it is still the one with `uid` (a replacement
+/// created meanwhile is never deleted by mistake). Gone already is fine.
+pub async fn delete_pod(to: Target<'_>, name: &str, uid: &str) -> Result<()> {
+    let Target { client, fence, namespace } = to;
+    if !fence.is_open() {
+        return Err(Error::NotLeader);
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions { uid: Some(uid.to_owned()), ..Preconditions::default() }),
+        ..DeleteParams::default()
+    };
+    match pods.delete(name, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
+        Err(source) => Err(Error::Kube {
+            action: "delete",
+            kind: "Pod",
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source: Box::new(source),
+        }),
     }
 }

@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::leader::Fence;
 use crate::metrics::{Metrics, PhaseLabels};
 use crate::operator::AbortOnDrop;
+use crate::recovery::{self, Recovery, RecoveryBudget};
 use crate::status::{self, Observed};
 use crate::{apply, validate};
 
@@ -44,6 +45,7 @@ pub struct Context {
     recorder: Recorder,
     failures: Mutex<HashMap<String, u32>>,
     fence: Fence,
+    recovery: RecoveryBudget,
 }
 
 impl std::fmt::Debug for Context {
@@ -63,7 +65,13 @@ impl Context {
             metrics,
             failures: Mutex::default(),
             fence: Fence::unconditional(),
+            recovery: RecoveryBudget::default(),
         }
+    }
+
+    /// Replaces failed Pods within `budget`.
+    pub fn with_recovery(self, recovery: RecoveryBudget) -> Self {
+        Self { recovery, ..self }
     }
 
     /// Writes only while `fence` is open (leader election).
@@ -141,10 +149,16 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // build
     let children = build::children(&bs, &id, &ctx.settings)?;
     // apply
+    let now = Timestamp::now();
+    let done = bs.status.as_ref().and_then(|s| s.pod_replacements.as_ref());
+    let gave_up = done.is_some_and(|d| d.gave_up);
     let target = apply::Target { client: &ctx.client, fence: &ctx.fence, namespace: &id.namespace };
-    let pod = apply::apply_children(target, &children, missing.is_empty()).await?;
+    let pod = apply::apply_children(target, &children, missing.is_empty() && !gave_up).await?;
+    // recovery
+    let recovery = recovery::decide(pod.as_ref(), done, ctx.recovery, now);
+    recover(&ctx, &bs, target, pod.as_ref(), &recovery, gave_up).await?;
     // status
-    let new = status::compute(&bs, &id, Observed { missing: &missing, pod: pod.as_ref() }, Timestamp::now());
+    let new = status::compute(&bs, &id, Observed { missing: &missing, pod: pod.as_ref(), recovery: &recovery }, now);
     publish_events(&ctx, &bs, &id, &new).await;
     if bs.status.as_ref() != Some(&new) {
         if !ctx.fence.is_open() {
@@ -163,11 +177,45 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         )?;
     }
     ctx.failures.lock().map(|mut f| f.remove(&key(&bs))).ok();
-    Ok(match new.phase {
+    Ok(match (&recovery, new.phase) {
+        (Recovery::Wait { until, .. }, _) => {
+            let wait = until.duration_since(now);
+            Action::requeue(Duration::try_from(wait).unwrap_or_default().max(Duration::from_secs(1)))
+        }
         // Missing references are not watched: look again soon.
-        Some(Phase::Failed) if !missing.is_empty() => Action::requeue(Duration::from_secs(10)),
+        (_, Some(Phase::Failed)) if !missing.is_empty() => Action::requeue(Duration::from_secs(10)),
         _ => Action::requeue(Duration::from_secs(300)),
     })
+}
+
+/// Carries out the recovery decision: deletes a failed (or budget-spent,
+/// crash-looping) Pod and says so in an Event; the next reconcile, woken by
+/// the Pod's deletion, creates its replacement.
+async fn recover(
+    ctx: &Context,
+    bs: &BrowserSession,
+    target: apply::Target<'_>,
+    pod: Option<&Pod>,
+    recovery: &Recovery,
+    gave_up: bool,
+) -> Result<()> {
+    let (Some(pod), Some(name)) = (pod, pod.and_then(|p| p.metadata.name.as_deref())) else { return Ok(()) };
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    match recovery {
+        Recovery::Replace { reason, message } => {
+            apply::delete_pod(target, name, uid).await?;
+            let note = format!("replacing browser Pod {name}, which failed ({reason}: {message})");
+            ctx.publish(bs, EventType::Warning, "BrowserPodReplaced", note).await;
+        }
+        Recovery::GiveUp { message, stop_pod } if !gave_up => {
+            if *stop_pod {
+                apply::delete_pod(target, name, uid).await?;
+            }
+            ctx.publish(bs, EventType::Warning, recovery::BUDGET_EXHAUSTED, message.clone()).await;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Runs one reconcile so that a panic in it becomes [`Error::Panicked`] for

@@ -4,6 +4,7 @@
 //!
 //! Phases, one module each: [`validate`] (dereference what the spec names)
 //! → [`build`] (pure objects) → [`apply`] (server-side apply) →
+//! [`recovery`] (pure: replace a failed Pod, or give up) →
 //! [`status`] (pure status from what the cluster reports). [`controller`]
 //! wires them to kube-rs; [`leader`], [`http`] and [`metrics`] make it a
 //! service; [`operator`] puts the pieces together for `main` and for tests.
@@ -17,6 +18,7 @@ pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod operator;
+pub mod recovery;
 pub mod status;
 pub mod telemetry;
 pub mod validate;

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use playpen_operator::build::{SeccompChoice, Settings};
 use playpen_operator::leader::LeaseConfig;
 use playpen_operator::operator::{self, Config};
+use playpen_operator::recovery::RecoveryBudget;
 
 #[derive(Debug, Parser)]
 #[command(name = "playpen-operator", version, about = "Reconciles BrowserSession resources")]
@@ -57,6 +58,12 @@ struct RunArgs {
     /// bound of one renewal. Must be less than the lease duration.
     #[arg(long, env = "PLAYPEN_LEASE_RETRY_SECONDS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=600))]
     lease_retry_seconds: u64,
+    /// Failed or evicted browser Pods replaced per session before it is Failed for good.
+    #[arg(long, env = "PLAYPEN_POD_REPLACEMENTS", default_value_t = 5, value_parser = clap::value_parser!(i32).range(0..=1000))]
+    pod_replacements: i32,
+    /// Restarts of a browser container that never becomes ready before its Pod is stopped.
+    #[arg(long, env = "PLAYPEN_CONTAINER_RESTARTS", default_value_t = 10, value_parser = clap::value_parser!(i32).range(1..=10000))]
+    container_restarts: i32,
     /// Human-readable logs instead of JSON.
     #[arg(long, env = "PLAYPEN_LOG_TEXT", default_value_t = false)]
     log_text: bool,
@@ -118,6 +125,11 @@ async fn main() -> anyhow::Result<()> {
             retry_period: Duration::from_secs(args.lease_retry_seconds),
         }),
         reporter: "playpen-operator".into(),
+        recovery: RecoveryBudget {
+            pod_replacements: args.pod_replacements,
+            container_restarts: args.container_restarts,
+            ..RecoveryBudget::default()
+        },
     };
     let client = kube::Client::try_default().await.context("connecting to the Kubernetes API")?;
     let (handles, run) = operator::start(client, config).await.context("binding the HTTP endpoints")?;

@@ -15,6 +15,7 @@ use crate::controller::{self, Context};
 use crate::http::{self, Health};
 use crate::leader::{self, Fence, LeaseConfig};
 use crate::metrics::Metrics;
+use crate::recovery::RecoveryBudget;
 
 /// Everything `run` needs.
 #[derive(Debug, Clone)]
@@ -29,6 +30,8 @@ pub struct Config {
     pub lease: Option<LeaseConfig>,
     /// Event reporter name.
     pub reporter: String,
+    /// How failed browser Pods are replaced.
+    pub recovery: RecoveryBudget,
 }
 
 /// A running operator's handles (for tests and `main`).
@@ -52,7 +55,8 @@ pub async fn start(
     let fence = if config.lease.is_some() { Fence::closed() } else { Fence::unconditional() };
     let ctx = Arc::new(
         Context::new(client.clone(), config.settings.clone(), metrics.clone(), &config.reporter)
-            .with_fence(fence.clone()),
+            .with_fence(fence.clone())
+            .with_recovery(config.recovery),
     );
     let run = async move {
         // Guards: dropping this future (a test stopping the operator) ends

@@ -166,6 +166,8 @@ pub fn limits() -> Vec<Limit> {
         path("status.podName", Length(253), DNS_NAME),
         path("status.sessionName", Length(session_name), "the same bound as spec.sessionName"),
         path("status.socketNamespace", Length(16), "8 hex digits"),
+        path("status.podReplacements.lastReason", Length(1024), "a Pod's reason, like a condition's"),
+        path("status.podReplacements.lastTime", Length(64), "an RFC 3339 time"),
         // Fields of embedded Kubernetes types (and ours with the same meaning).
         field("name", Length(253), DNS_NAME).shaped(DNS_SUBDOMAIN),
         field("claimName", Length(253), DNS_NAME).shaped(DNS_SUBDOMAIN),

@@ -1,6 +1,6 @@
 //! `BrowserSession.status`: what happened and how to connect.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +36,24 @@ pub struct BrowserSessionStatus {
     /// How many times the browser container restarted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restarts: Option<i32>,
+    /// Browser Pods the operator replaced after they failed or were evicted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_replacements: Option<PodReplacements>,
+}
+
+/// Browser Pods the operator replaced, and whether it gave up.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodReplacements {
+    /// How many.
+    pub count: i32,
+    /// When the last one was replaced.
+    pub last_time: Time,
+    /// Why the last one was (the Pod's reason, e.g. `Evicted`).
+    pub last_reason: String,
+    /// The restart budget is spent: no Pod is created again for this session.
+    #[serde(default)]
+    pub gave_up: bool,
 }
 
 /// Coarse lifecycle phase.

@@ -12,6 +12,7 @@ use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode,
 use playpen_api::BrowserSession;
 
 use crate::build::Identity;
+use crate::recovery::{self, Recovery};
 use crate::validate::MissingReference;
 
 /// What the cluster told us this reconcile.
@@ -21,6 +22,8 @@ pub struct Observed<'a> {
     pub missing: &'a [MissingReference],
     /// The browser Pod as last applied or read, if it exists.
     pub pod: Option<&'a Pod>,
+    /// What the recovery phase decided (and the reconcile did) about it.
+    pub recovery: &'a Recovery,
 }
 
 /// A condition before timestamps are settled.
@@ -242,9 +245,46 @@ pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: 
         .filter(|p| p.status.as_ref().and_then(|s| s.container_statuses.as_ref()).is_none_or(|c| c.len() == 1));
     let pod_ready_since =
         browser_only.and_then(|p| pod_condition(p, "Ready")).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0);
-    let browser = remember_recovery(browser, previous, pod_ready_since, now);
+    let mut browser = remember_recovery(browser, previous, pod_ready_since, now);
     if browser.reason == RECOVERING {
         phase = Phase::Degraded;
+    }
+    let done = bs.status.as_ref().and_then(|s| s.pod_replacements.as_ref());
+    let replacements = recovery::record(done, observed.recovery, now);
+    match observed.recovery {
+        Recovery::Replace { reason, message } => {
+            let n = replacements.as_ref().map_or(1, |r| r.count);
+            phase = Phase::Degraded;
+            browser = Cond::new(
+                condition::BROWSER_READY,
+                false,
+                "BrowserPodReplaced",
+                format!("the browser Pod failed ({reason}: {message}); replaced it (replacement {n})"),
+            );
+        }
+        Recovery::Wait { until, reason, message } => {
+            phase = Phase::Degraded;
+            browser = Cond::new(
+                condition::BROWSER_READY,
+                false,
+                reason.clone(),
+                format!("the browser Pod failed ({message}); it is replaced at {until}"),
+            );
+        }
+        Recovery::GiveUp { message, .. } => {
+            phase = Phase::Failed;
+            browser = Cond::new(condition::BROWSER_READY, false, recovery::BUDGET_EXHAUSTED, message.clone());
+        }
+        Recovery::None if replacements.as_ref().is_some_and(|r| r.gave_up) => {
+            // The Pod was stopped when the budget ran out; say so for good.
+            phase = Phase::Failed;
+            let said = previous.iter().find(|c| c.type_ == condition::BROWSER_READY);
+            let message = said
+                .filter(|c| c.reason == recovery::BUDGET_EXHAUSTED)
+                .map_or_else(|| "the restart budget is spent".to_owned(), |c| c.message.clone());
+            browser = Cond::new(condition::BROWSER_READY, false, recovery::BUDGET_EXHAUSTED, message);
+        }
+        Recovery::None => {}
     }
     if !resolved.ok {
         phase = Phase::Failed;
@@ -307,6 +347,7 @@ pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: 
             id.namespace, id.names.pod
         )),
         restarts: observed.pod.and_then(browser_container).map(|c| c.restart_count),
+        pod_replacements: replacements,
     }
 }
 

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::{compute, Observed};
 use crate::build::Identity;
+use crate::recovery::Recovery;
 
 /// Text as a Pod could write it: short words, any Unicode, or long runs
 /// of multi-byte characters around the limits that matter.
@@ -101,6 +102,20 @@ fn previous() -> impl Strategy<Value = Option<BrowserSessionStatus>> {
         .prop_map(|c| c.map(|conditions| BrowserSessionStatus { conditions, ..BrowserSessionStatus::default() }))
 }
 
+/// Any decision the recovery phase can hand over, with outside text in it.
+fn recovery() -> impl Strategy<Value = Recovery> {
+    prop_oneof![
+        Just(Recovery::None),
+        (text(), text()).prop_map(|(reason, message)| Recovery::Replace { reason, message }),
+        (text(), text()).prop_map(|(reason, message)| Recovery::Wait {
+            until: "2026-11-29T12:01:00Z".parse().expect("ts"),
+            reason,
+            message
+        }),
+        (text(), any::<bool>()).prop_map(|(message, stop_pod)| Recovery::GiveUp { message, stop_pod }),
+    ]
+}
+
 fn session(previous: Option<BrowserSessionStatus>, sandbox_disabled: bool, viewer: bool) -> BrowserSession {
     let spec: BrowserSessionSpec = serde_json::from_value(json!({"image": "i",
         "sandbox": if sandbox_disabled { "Disabled" } else { "Enforced" }, "viewer": {"enabled": viewer}}))
@@ -125,11 +140,12 @@ proptest! {
         previous in previous(),
         sandbox_disabled in any::<bool>(),
         viewer in any::<bool>(),
+        recovery in recovery(),
     ) {
         let bs = session(previous, sandbox_disabled, viewer);
         let id = Identity::of(&bs).expect("identity");
         let now = "2026-11-29T12:00:00Z".parse().expect("ts");
-        let status = compute(&bs, &id, Observed { missing: &[], pod: pod.as_ref() }, now);
+        let status = compute(&bs, &id, Observed { missing: &[], pod: pod.as_ref(), recovery: &recovery }, now);
         prop_assert_eq!(status.conditions.len(), 6);
         for c in &status.conditions {
             prop_assert!(is_condition_reason(&c.reason), "reason {:?} of {}", c.reason, c.type_);

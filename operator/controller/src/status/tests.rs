@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::{compute, Observed};
 use crate::build::Identity;
+use crate::recovery::Recovery;
 use crate::validate::MissingReference;
 
 fn session(spec: Value) -> BrowserSession {
@@ -40,7 +41,7 @@ fn now() -> Timestamp {
 
 fn run(bs: &BrowserSession, missing: &[MissingReference], pod: Option<&Pod>) -> BrowserSessionStatus {
     let id = Identity::of(bs).expect("id");
-    compute(bs, &id, Observed { missing, pod }, now())
+    compute(bs, &id, Observed { missing, pod, recovery: &Recovery::None }, now())
 }
 
 fn cond<'a>(s: &'a BrowserSessionStatus, t: &str) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
@@ -186,7 +187,7 @@ fn transition_time_is_kept_while_status_is_unchanged() {
     let mut bs = session(json!({"image": "i"}));
     let earlier: Timestamp = "2026-11-29T11:00:00Z".parse().expect("ts");
     let id = Identity::of(&bs).expect("id");
-    bs.status = Some(compute(&bs, &id, Observed { missing: &[], pod: None }, earlier));
+    bs.status = Some(compute(&bs, &id, Observed { missing: &[], pod: None, recovery: &Recovery::None }, earlier));
     let s = run(&bs, &[], None);
     assert_eq!(cond(&s, condition::READY).last_transition_time, Time(earlier));
     let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
@@ -206,7 +207,8 @@ fn running(ready: bool, restarts: i32) -> Pod {
 /// Reconciles `bs` against `pod` at `at`, keeping the status as the operator would.
 fn step(bs: &mut BrowserSession, pod: &Pod, at: &str) -> BrowserSessionStatus {
     let id = Identity::of(bs).expect("id");
-    let s = compute(bs, &id, Observed { missing: &[], pod: Some(pod) }, at.parse().expect("ts"));
+    let s =
+        compute(bs, &id, Observed { missing: &[], pod: Some(pod), recovery: &Recovery::None }, at.parse().expect("ts"));
     bs.status = Some(s.clone());
     s
 }
