@@ -67,4 +67,5 @@ log "building the operator and browser images, importing them into the node (end
 tests/e2e/images.sh
 
 log "running all tests"
-cargo test --workspace --locked
+# Every suite runs even after one fails; the run still fails.
+cargo test --workspace --locked --no-fail-fast

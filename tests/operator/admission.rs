@@ -94,7 +94,25 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
     let long = "a".repeat(59);
     refused(&client, n, session(&long, json!({"image": "i"})), "metadata.name must be a DNS-1035 label").await;
     refused(&client, n, session("9lives", json!({"image": "i"})), "metadata.name must be a DNS-1035 label").await;
-    // Unknown fields are pruned or refused, never silently kept.
+    // Unknown fields are pruned or refused, never silently kept (sent raw:
+    // our own type would drop them before they left).
+    let raw: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), n, &kube::api::ApiResource::erase::<BrowserSession>(&()));
+    let mut unknown =
+        session("unknown", json!({"image": "i", "sneaky": true, "viewer": {"port": 9400, "bindAll": true}}));
+    unknown["status"] = json!({"phase": "Ready"});
+    let object: kube::api::DynamicObject = serde_json::from_value(unknown)?;
+    let kept = match raw.create(&kube::api::PostParams::default(), &object).await {
+        Ok(stored) => Some(stored.data),
+        Err(kube::Error::Api(s)) if s.code == 422 || s.code == 400 => None,
+        Err(other) => return Err(other.into()),
+    };
+    if let Some(stored) = kept {
+        assert!(stored["spec"].get("sneaky").is_none(), "an unknown spec field was kept: {stored}");
+        assert!(stored["spec"]["viewer"].get("bindAll").is_none(), "an unknown nested field was kept: {stored}");
+        assert_eq!(stored["spec"]["viewer"]["port"], 9400, "known fields beside them are kept");
+        assert!(stored.get("status").is_none(), "status is not set through the main resource: {stored}");
+    }
     let created = create(&client, n, session("ok", json!({"image": "i", "sessionName": "a".repeat(45)}))).await?;
     assert_eq!(created.spec.session_name.as_deref().map(str::len), Some(45));
     assert_eq!(created.spec.viewer.port, 9323, "documented default port");

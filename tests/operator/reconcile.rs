@@ -137,8 +137,18 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
     .await?;
     // Drift is repaired: a hand edit of the Service port is put back.
     let svcs: Api<Service> = Api::namespaced(client.clone(), n);
-    svcs.patch("demo-view", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"poke": "1"}}})))
-        .await?;
+    let ports = |svc: Service| -> Vec<i32> {
+        svc.spec.and_then(|s| s.ports).unwrap_or_default().iter().map(|p| p.port).collect()
+    };
+    let edit = json!({"spec": {"ports": [{"name": "viewer", "port": 1111, "targetPort": 9323, "protocol": "TCP"}]}});
+    let edited = svcs.patch("demo-view", &PatchParams::default(), &Patch::Merge(edit)).await?;
+    assert_eq!(ports(edited), vec![1111], "the hand edit took");
+    eventually(WAIT, || async {
+        let now = ports(svcs.get("demo-view").await?);
+        ensure!(now == vec![9323], "the viewer port was not put back: {now:?}");
+        Ok(())
+    })
+    .await?;
     let np_api: Api<NetworkPolicy> = Api::namespaced(client.clone(), n);
     np_api.delete("demo-isolate", &DeleteParams::default()).await?;
     eventually(WAIT, || async { Ok(np_api.get("demo-isolate").await?) }).await?;

@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::{Client, Resource, ResourceExt};
@@ -96,13 +96,47 @@ pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: boo
         apply(to, &children.runtime_config),
         apply_opt(to, children.snapshot_claim.as_ref()),
         apply(to, &children.network_policy),
-        apply_opt(to, children.viewer_service.as_ref()),
+        apply_viewer_service(to, children.viewer_service.as_ref()),
     )?;
     match existing {
         Some(pod) => Ok(Some(pod)),
         None if create_pod => apply(to, &children.pod).await.map(Some),
         None => Ok(None),
     }
+}
+
+/// The viewer Service, with its ports exactly as built. Server-side apply
+/// only sets the fields it owns: a hand edit that replaced the ports list
+/// took their ownership, so an apply either adds our port beside the foreign
+/// one or is refused (two ports named `viewer`). Then a merge patch, which
+/// replaces the list whole, puts the ports back.
+async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Result<Option<Service>> {
+    let Some(desired) = desired else { return Ok(None) };
+    let ports = |s: &Service| s.spec.as_ref().and_then(|s| s.ports.clone()).unwrap_or_default();
+    let key = |p: &ServicePort| (p.name.clone(), p.port, p.protocol.clone().unwrap_or_else(|| "TCP".into()));
+    let want = ports(desired);
+    match apply(to, desired).await {
+        Ok(live) if want.iter().map(key).eq(ports(&live).iter().map(key)) => return Ok(Some(live)),
+        Ok(_) => {}
+        Err(Error::Kube { source, .. }) if matches!(*source, kube::Error::Api(ref s) if s.code == 422) => {}
+        Err(other) => return Err(other),
+    }
+    let Target { client, fence, namespace } = to;
+    if !fence.is_open() {
+        return Err(Error::NotLeader);
+    }
+    let name = desired.name_any();
+    let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
+    let api: Api<Service> = Api::namespaced(client.clone(), namespace);
+    let patch = Patch::Merge(serde_json::json!({"spec": {"ports": want}}));
+    api.patch(&name, &params, &patch).await.map_err(|source| Error::Kube {
+        action: "repair ports of",
+        kind: "Service",
+        namespace: namespace.to_owned(),
+        name,
+        source: Box::new(source),
+    })?;
+    apply(to, desired).await.map(Some)
 }
 
 /// [`apply`] for an optional child.

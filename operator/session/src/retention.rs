@@ -152,23 +152,42 @@ mod tests {
         assert!(plan(vec![e("a.yml", 1)], now(), policy(3600, 5, 0)).is_empty());
     }
 
-    #[test]
-    fn a_pass_over_a_real_directory_with_thousands_of_files() {
+    /// 3,000 files written `ages[i]` seconds ago into a fresh directory.
+    fn real_directory(ages: impl Fn(u64) -> u64) -> tempfile::TempDir {
         let tmp = tempfile::tempdir().unwrap();
-        let old = SystemTime::now() - Duration::from_secs(7200);
+        let now = SystemTime::now();
         for i in 0..3000 {
             let p = tmp.path().join(format!("page-{i:05}.yml"));
             std::fs::write(&p, "x").unwrap();
             let f = std::fs::File::options().write(true).open(&p).unwrap();
-            f.set_modified(old + Duration::from_secs(i)).unwrap();
+            f.set_modified(now - Duration::from_secs(ages(i))).unwrap();
         }
         std::fs::create_dir(tmp.path().join("subdir")).unwrap();
         std::os::unix::fs::symlink("/etc/hostname", tmp.path().join("link.yml")).unwrap();
-        let deleted = prune(tmp.path(), policy(60, 100, 5)).unwrap();
+        tmp
+    }
+
+    #[test]
+    fn a_real_directory_of_thousands_of_young_files_is_cut_to_the_count() {
+        // Every file is well within the age limit: only the count can delete.
+        let tmp = real_directory(|i| 3600 - i);
+        let deleted = prune(tmp.path(), policy(86_400, 100, 5)).unwrap();
+        assert_eq!(deleted, 2900, "the count keeps the newest 100");
+        let mut left: Vec<String> = scan(tmp.path()).unwrap().iter().map(|e| e.path.display().to_string()).collect();
+        left.sort();
+        assert_eq!(left.len(), 100);
+        assert!(left[0].ends_with("page-02900.yml") && left[99].ends_with("page-02999.yml"), "{left:?}");
+        assert!(tmp.path().join("subdir").is_dir() && tmp.path().join("link.yml").exists());
+    }
+
+    #[test]
+    fn a_real_directory_of_thousands_of_old_files_is_cut_by_age() {
+        // Fewer than the count would keep: only age can delete.
+        let tmp = real_directory(|i| 7200 - i);
+        let deleted = prune(tmp.path(), policy(60, 10_000, 5)).unwrap();
         assert_eq!(deleted, 2999, "all are too old but the last printed");
         let left = scan(tmp.path()).unwrap();
         assert_eq!(left.len(), 1);
         assert!(left[0].path.ends_with("page-02999.yml"));
-        assert!(tmp.path().join("subdir").is_dir() && tmp.path().join("link.yml").exists());
     }
 }
