@@ -103,8 +103,14 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
     assert_eq!(svc.spec.and_then(|s| s.cluster_ip).as_deref(), Some("None"), "headless");
     let np = Api::<NetworkPolicy>::namespaced(client.clone(), n).get("demo-isolate").await?;
     let np_spec = np.spec.context("netpol spec")?;
-    assert_eq!(np_spec.policy_types, Some(vec!["Ingress".to_owned()]));
+    assert_eq!(np_spec.policy_types, Some(vec!["Ingress".to_owned(), "Egress".to_owned()]));
     assert!(np_spec.ingress.unwrap_or_default().is_empty(), "no ingress rule: deny all");
+    let egress = np_spec.egress.context("the default egress: DNS and the internet")?;
+    let except = egress[1].to.as_ref().and_then(|t| t[0].ip_block.as_ref()).and_then(|b| b.except.clone());
+    assert!(
+        except.is_some_and(|e| e.contains(&"169.254.0.0/16".to_owned())),
+        "metadata range stored by the API server"
+    );
     let pvc = Api::<PersistentVolumeClaim>::namespaced(client.clone(), n).get("demo-snapshots").await?;
     assert!(pvc.metadata.owner_references.is_some());
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), n);

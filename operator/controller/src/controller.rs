@@ -127,7 +127,8 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // apply
     let pod = apply::apply_children(&ctx.client, &id.namespace, &children, missing.is_empty()).await?;
     // status
-    let new = status::compute(&bs, &id, Observed { missing: &missing, pod: pod.as_ref() }, Timestamp::now());
+    let observed = Observed { missing: &missing, pod: pod.as_ref() };
+    let new = status::compute(&bs, &id, observed, &ctx.settings.egress, Timestamp::now());
     publish_events(&ctx, &bs, &id, &new).await;
     if bs.status.as_ref() != Some(&new) {
         let api: Api<BrowserSession> = Api::namespaced(ctx.client.clone(), &id.namespace);

@@ -250,11 +250,12 @@ fn viewer_service_pins_port_and_disabled_viewer_has_none() {
 }
 
 #[test]
-fn network_policy_denies_all_ingress_to_the_pod() {
+fn network_policy_denies_all_ingress_to_the_pod_and_limits_egress() {
     let np = build(&minimal()).network_policy;
     let spec = np.spec.expect("spec");
-    assert_eq!(spec.policy_types, Some(vec!["Ingress".into()]));
+    assert_eq!(spec.policy_types, Some(vec!["Ingress".into(), "Egress".into()]));
     assert_eq!(spec.ingress, None, "no rule: deny all");
+    assert_eq!(spec.egress.map(|e| e.len()), Some(3), "DNS, IPv4 internet, IPv6 internet");
     let sel = spec.pod_selector.and_then(|s| s.match_labels).expect("sel");
     assert_eq!(sel, pod_selector("demo"));
 }
