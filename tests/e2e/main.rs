@@ -8,6 +8,7 @@
 //! share the installation. Independent scenarios run concurrently.
 
 mod kubectl;
+mod network;
 mod session;
 mod setup;
 
@@ -18,10 +19,9 @@ use playpen_tests::client;
 async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     let client = client().await?;
     let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
-    let (a, b) = (installed.team_a.name.as_str(), installed.team_b.name.as_str());
     let (main, isolation) = tokio::join!(
-        session::drive_view_recover_delete(&client, a, &installed.fixture_url),
-        session::isolation_and_disabled(&client, b, a),
+        session::drive_view_recover_delete(&client, &installed),
+        session::isolation_and_disabled(&client, &installed),
     );
     let uninstalled = setup::uninstall(&client, &installed).await;
     main.context("the main session (steps 2-4, 6-8)")?;

@@ -153,11 +153,28 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
         Ok(())
     })
     .await?;
+    // The egress policy changes on the running session: the NetworkPolicy and the status follow.
+    sessions
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"network": {"egress": {"mode": "DenyAll"}}}})),
+        )
+        .await?;
+    let np_api: Api<NetworkPolicy> = Api::namespaced(client.clone(), n);
+    eventually(WAIT, || async {
+        let spec = np_api.get("demo-isolate").await?.spec.context("spec")?;
+        ensure!(spec.egress.unwrap_or_default().is_empty(), "egress rules left under DenyAll");
+        let s = status_of(&sessions, "demo").await?;
+        let c = condition(&s, playpen_api::v1alpha1::condition::EGRESS_POLICY).context("no EgressPolicy")?;
+        ensure!(c.1 == "DenyAll", "EgressPolicy not updated: {c:?}");
+        Ok(())
+    })
+    .await?;
     // Drift is repaired: a hand edit of the Service port is put back.
     let svcs: Api<Service> = Api::namespaced(client.clone(), n);
     svcs.patch("demo-view", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"poke": "1"}}})))
         .await?;
-    let np_api: Api<NetworkPolicy> = Api::namespaced(client.clone(), n);
     np_api.delete("demo-isolate", &DeleteParams::default()).await?;
     eventually(WAIT, || async { Ok(np_api.get("demo-isolate").await?) }).await?;
 
