@@ -50,6 +50,8 @@ async fn goto_fails(ns: &str, pod: &str, url: &str, fixture: Option<(&str, &str)
         text.contains("net::ERR_") || text.contains("Timeout"),
         "goto {url} from {ns}/{pod} did not fail with a network error or timeout:\n{text}"
     );
+    let error = text.lines().find(|l| l.contains("net::ERR_") || l.contains("Timeout")).unwrap_or_default();
+    eprintln!("e2e: goto {url} from {ns}/{pod} failed: {}", error.trim());
     if let Some((fixture_ns, fixture_pod)) = fixture {
         let log = kubectl(&["logs", "-n", fixture_ns, fixture_pod]).await?.ok("fixture logs")?;
         ensure!(!log.contains("GET /"), "{fixture_ns}/{fixture_pod} was reached from {ns}/{pod}:\n{log}");
