@@ -105,7 +105,8 @@ fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
         "name: PLAYPEN_CLUSTER_CIDRS\n              value: \"10.244.0.0/16,10.96.0.0/12\"",
         "name: PLAYPEN_DENY_CIDRS\n              value: \"192.0.2.0/24\"",
         "name: PLAYPEN_DNS_NAMESPACE\n              value: \"dns\"",
-        "name: PLAYPEN_DNS_POD_LABELS\n              value: \"app=resolver,tier=a\"",
+        // Helm merges maps: the default k8s-app label stays unless set to null.
+        "name: PLAYPEN_DNS_POD_LABELS\n              value: \"app=resolver,k8s-app=kube-dns,tier=a\"",
     ] {
         assert!(network.contains(needle), "{needle} missing from the Deployment");
     }
