@@ -183,7 +183,7 @@ fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>
     if let Some(auth) = &spec.auth_state {
         let key = auth.secret_ref.key.clone().unwrap_or_else(|| AUTH_STATE_FILE.to_owned());
         // Group-readable through fsGroup only; the runtime copies it into its
-        // 0700 namespace (0600) before `state-load`.
+        // 0700 namespace (0600) for `state-load` and removes the copy after.
         let items = vec![KeyToPath { key, path: AUTH_STATE_FILE.into(), mode: Some(0o440) }];
         vols.push(secret_volume("auth-state", &auth.secret_ref.name, Some(items), 0o440));
         browser.push(mount("auth-state", AUTH_STATE_DIR, true));
