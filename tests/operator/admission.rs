@@ -107,6 +107,11 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
             "spec.network.egress.allowPeers[].namespace must be a namespace name",
         ),
         (
+            "runtime-class",
+            json!({"image": "i", "pod": {"runtimeClassName": "gVisor"}}),
+            "spec.pod.runtimeClassName must name a RuntimeClass",
+        ),
+        (
             "peer-label",
             json!({"image": "i", "network": {"egress": {"allowPeers": [{"podLabels": {"bad key!": "x"}}]}}}),
             "spec.network.egress.allowPeers[].podLabels must hold label keys",

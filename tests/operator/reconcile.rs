@@ -369,3 +369,30 @@ async fn missing_secret_is_a_condition_not_a_crash_loop() -> anyhow::Result<()> 
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn the_runtime_class_reaches_the_pod_and_the_api_server_checks_it_exists() -> anyhow::Result<()> {
+    use k8s_openapi::api::node::v1::RuntimeClass;
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "rtc").await?;
+    let n = ns.name.as_str();
+    // Cluster-scoped: named after the namespace, deleted at the end.
+    let name = format!("{n}-sandboxed");
+    let classes: Api<RuntimeClass> = Api::all(client.clone());
+    let class: RuntimeClass = serde_json::from_value(json!({"metadata": {"name": name}, "handler": "runc"}))?;
+    classes.create(&PostParams::default(), &class).await?;
+    let _op = RunningOperator::start(&client, n, None).await?;
+    create(&client, n, session("demo", json!({"image": "i", "pod": {"runtimeClassName": name}}))).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    let pod = eventually(WAIT, || async { Ok(pods.get("demo-browser").await?) }).await;
+    classes.delete(&name, &DeleteParams::default()).await?;
+    let spec = pod?.spec.context("pod spec")?;
+    assert_eq!(spec.runtime_class_name.as_deref(), Some(name.as_str()));
+    // A RuntimeClass that does not exist: the API server's RuntimeClass admission refuses such a Pod.
+    let orphan: Pod = serde_json::from_value(json!({"metadata": {"name": "x"},
+        "spec": {"runtimeClassName": format!("{n}-absent"), "containers": [{"name": "c", "image": "i"}]}}))?;
+    let err = pods.create(&PostParams::default(), &orphan).await.expect_err("an absent RuntimeClass");
+    assert!(err.to_string().contains("not found"), "{err}");
+    Ok(())
+}

@@ -336,7 +336,7 @@ pub struct Profile {
 }
 
 /// Pod-level settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct PodSettings {
     /// Resources of the browser container.
@@ -362,6 +362,12 @@ pub struct PodSettings {
     /// token is mounted: the browser Pod needs no API access.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
+    /// RuntimeClass of the Pod, for a stronger sandbox where the cluster has
+    /// one (gVisor, Kata). It must exist, or the API server refuses the Pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')").message("spec.pod.runtimeClassName must name a RuntimeClass: lowercase letters, digits, '-' and '.'"))]
+    pub runtime_class_name: Option<String>,
 }
 
 /// An agent sidecar sharing the session.

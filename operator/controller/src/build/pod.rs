@@ -285,6 +285,7 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             tolerations: pod_settings.tolerations,
             affinity: pod_settings.affinity,
             priority_class_name: pod_settings.priority_class_name,
+            runtime_class_name: pod_settings.runtime_class_name,
             security_context: Some(PodSecurityContext {
                 run_as_non_root: Some(true),
                 run_as_user: Some(settings.run_as_user),

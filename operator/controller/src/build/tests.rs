@@ -320,7 +320,8 @@ fn scheduling_and_resources_are_passed_through() {
         "imagePullSecrets": [{"name": "reg"}],
         "pod": {"nodeSelector": {"pool": "browsers"}, "shmSize": "2Gi",
             "tolerations": [{"key": "k", "operator": "Exists"}],
-            "resources": {"limits": {"memory": "2Gi"}}, "serviceAccountName": "agent-sa"}}));
+            "resources": {"limits": {"memory": "2Gi"}}, "serviceAccountName": "agent-sa",
+            "runtimeClassName": "gvisor"}}));
     let c = build(&bs);
     let spec = c.pod.spec.clone().expect("spec");
     assert_eq!(spec.node_selector.expect("ns")["pool"], "browsers");
@@ -328,6 +329,8 @@ fn scheduling_and_resources_are_passed_through() {
     assert_eq!(spec.image_pull_secrets.expect("ps")[0].name, "reg");
     assert_eq!(spec.service_account_name.as_deref(), Some("agent-sa"));
     assert_eq!(spec.automount_service_account_token, Some(true));
+    assert_eq!(spec.runtime_class_name.as_deref(), Some("gvisor"));
+    assert_eq!(build(&minimal()).pod.spec.expect("spec").runtime_class_name, None, "the cluster default otherwise");
     let b = browser(&c.pod);
     assert_eq!(b.image_pull_policy.as_deref(), Some("Never"));
     assert_eq!(b.resources.as_ref().and_then(|r| r.limits.clone()).expect("l")["memory"].0, "2Gi");
