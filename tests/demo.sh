@@ -71,7 +71,8 @@ echo
 echo
 echo "View it:         $("$KUBECTL" -n "$NS" get bs demo -o jsonpath='{.status.viewer.command}')   then open http://127.0.0.1:9323/"
 echo "Drive it:        $("$KUBECTL" -n "$NS" get bs demo -o jsonpath='{.status.execHint}')"
-echo "                 (this machine has no outside network: try a data: URL or a page served in the cluster)"
+echo "                 (this machine has no outside network: try a data: URL, or a page served in the cluster"
+echo "                 once spec.network.egress.allowPeers lists its Pods: by default the browser reaches no private address)"
 echo
 echo "kubectl:         export KUBECONFIG=${KUBECONFIG}; ${KUBECTL} -n ${NS} describe bs demo"
 echo "Stop everything: bash tests/demo.sh --stop"

@@ -95,6 +95,25 @@ fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
     assert!(listed.contains("namespace: team-a") && listed.contains("namespace: team-b"));
     assert!(listed.contains("value: \"team-a,team-b\""));
     assert!(!listed.contains("kind: ClusterRoleBinding"), "no cluster-wide grant when namespaces are listed");
+    assert!(defaults.contains("name: PLAYPEN_DNS_POD_LABELS\n              value: \"k8s-app=kube-dns\""));
+    let network = helm(&[
+        "template",
+        "pp",
+        CHART,
+        "--set",
+        "network.clusterCIDRs={10.244.0.0/16,10.96.0.0/12},network.denyCIDRs={192.0.2.0/24}",
+        "--set",
+        "network.dns.namespace=dns,network.dns.podLabels.app=resolver,network.dns.podLabels.tier=a",
+    ])?;
+    for needle in [
+        "name: PLAYPEN_CLUSTER_CIDRS\n              value: \"10.244.0.0/16,10.96.0.0/12\"",
+        "name: PLAYPEN_DENY_CIDRS\n              value: \"192.0.2.0/24\"",
+        "name: PLAYPEN_DNS_NAMESPACE\n              value: \"dns\"",
+        // Helm merges maps: the default k8s-app label stays unless set to null.
+        "name: PLAYPEN_DNS_POD_LABELS\n              value: \"app=resolver,k8s-app=kube-dns,tier=a\"",
+    ] {
+        assert!(network.contains(needle), "{needle} missing from the Deployment");
+    }
     Ok(())
 }
 
@@ -108,6 +127,9 @@ fn a_values_typo_fails_with_the_key_name() -> anyhow::Result<()> {
     let out = run(&helm_bin, &["template", "pp", CHART, "--set", "sessions.enforcedSeccomp=off"], None)?;
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("enforcedSeccomp"), "{err}");
+    let out = run(&helm_bin, &["template", "pp", CHART, "--set", "network.clusterCIDRs={pods}"], None)?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("clusterCIDRs"), "{err}");
     let out = run(
         &helm_bin,
         &["template", "pp", CHART, "--set", "replicaCount=2", "--set", "leaderElection.enabled=false"],

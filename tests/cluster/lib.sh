@@ -95,13 +95,24 @@ CONTAINERD_SOCK="${NODE_DIR}/run/containerd.sock"
 CONTAINERD_ROOT="${PLAYPEN_CACHE}/containerd/root"
 PAUSE_IMAGE="registry.k8s.io/pause:${PAUSE_VERSION}"
 CRICTL_BIN="${PLAYPEN_CACHE}/cri-tools/${CRICTL_VERSION}/bin/crictl"
+NETPOL_BIN="${PLAYPEN_CACHE}/kube-network-policies/${NETPOL_VERSION}/bin/kube-network-policies"
 KUBELET_PORT="${PLAYPEN_KUBELET_PORT:-16450}"          # on NODE_IP (apiserver -> kubelet)
 KUBELET_HEALTHZ_PORT="${PLAYPEN_KUBELET_HEALTHZ_PORT:-16451}"
 KUBE_PROXY_HEALTHZ_PORT="${PLAYPEN_KUBE_PROXY_HEALTHZ_PORT:-16456}"
 KUBE_PROXY_METRICS_PORT="${PLAYPEN_KUBE_PROXY_METRICS_PORT:-16457}"
 SCHEDULER_PORT="${PLAYPEN_SCHEDULER_PORT:-16459}"
+NETPOL_METRICS_PORT="${PLAYPEN_NETPOL_METRICS_PORT:-16458}"
+# The NetworkPolicy enforcer: its NFQUEUE number, the iptables (mangle) chain that
+# steers Pod traffic to it, and the nftables table it writes where the kernel lets it.
+# stop.sh deletes both: a queue rule left without its reader drops what it matches.
+NETPOL_QUEUE=100
+NETPOL_CHAIN=PLAYPEN-NETPOL
+NETPOL_TABLE=kube-network-policies
+# rest.InClusterConfig reads its token only from this fixed path; the enforcer
+# gets it through a bind mount in a mount namespace of its own.
+SA_MOUNTPOINT=/run/secrets/kubernetes.io/serviceaccount
 # Start order; stop.sh uses its own order (kubelet first, pods, then the rest).
-NODE_COMPONENTS=(containerd kube-scheduler kubelet kube-proxy)
+NODE_COMPONENTS=(containerd kube-scheduler kubelet kube-proxy kube-network-policies)
 # nat chain holding the 127.0.0.1:APISERVER_PORT -> NODE_IP DNAT (node mode only).
 APISERVER_DNAT_CHAIN=PLAYPEN-APISERVER
 

@@ -2,7 +2,8 @@
 # Start (or reuse) a single-node cluster that runs Pods: the control plane of start.sh
 # (in node mode) plus a dedicated containerd (Debian 1.6, own config/socket/state; its
 # image store is cached outside the state dir), runc, CNI plugins (bridge + host-local +
-# portmap + firewall, loopback), kube-scheduler, kubelet and kube-proxy (iptables mode).
+# portmap + firewall, loopback), kube-scheduler, kubelet, kube-proxy (iptables mode) and
+# the NetworkPolicy enforcer kube-network-policies (NFQUEUE).
 #
 #   export KUBECONFIG=$(tests/cluster/start-node.sh | tail -1)
 #
@@ -20,7 +21,7 @@ exec 3>&1 1>&2 # stdout is reserved for the kubeconfig path
 
 NODE_TIMEOUT="${PLAYPEN_NODE_TIMEOUT:-120}"
 KUBECTL="${K8S_BIN}/kubectl"
-NODE_STATE_ID="node=${NODE_NAME} ip=${NODE_IP} pods=${POD_CIDR} ports=${KUBELET_PORT},${KUBELET_HEALTHZ_PORT},${KUBE_PROXY_HEALTHZ_PORT},${KUBE_PROXY_METRICS_PORT},${SCHEDULER_PORT} pause=${PAUSE_VERSION} layout=1"
+NODE_STATE_ID="node=${NODE_NAME} ip=${NODE_IP} pods=${POD_CIDR} ports=${KUBELET_PORT},${KUBELET_HEALTHZ_PORT},${KUBE_PROXY_HEALTHZ_PORT},${KUBE_PROXY_METRICS_PORT},${SCHEDULER_PORT} pause=${PAUSE_VERSION} netpol=${NETPOL_VERSION},${NETPOL_METRICS_PORT} layout=1"
 CTR=(ctr --address "$CONTAINERD_SOCK" --namespace k8s.io)
 
 [[ $(id -u) -eq 0 ]] || die "start-node.sh needs root (containerd, kubelet, iptables, mounts); run it as root"
@@ -30,6 +31,12 @@ containerd_up() { "${CTR[@]}" version >/dev/null 2>&1; }
 scheduler_healthy() { curl -fsSk --max-time 2 "https://127.0.0.1:${SCHEDULER_PORT}/healthz" 2>/dev/null | grep -qx ok; }
 kubelet_healthy() { curl -fsS --max-time 2 "http://127.0.0.1:${KUBELET_HEALTHZ_PORT}/healthz" 2>/dev/null | grep -qx ok; }
 proxy_healthy() { curl -fsS --max-time 2 "http://127.0.0.1:${KUBE_PROXY_HEALTHZ_PORT}/healthz" >/dev/null 2>&1; }
+# The enforcer answers on /metrics, and Pod traffic is steered to its queue.
+netpol_healthy() {
+  curl -fsS --max-time 2 "http://127.0.0.1:${NETPOL_METRICS_PORT}/metrics" >/dev/null 2>&1 &&
+    iptables -w 5 -t mangle -C FORWARD -j "$NETPOL_CHAIN" 2>/dev/null &&
+    iptables -w 5 -t mangle -C INPUT -j "$NETPOL_CHAIN" 2>/dev/null
+}
 node_ready() {
   [[ "$(k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
 }
@@ -38,7 +45,7 @@ node_healthy() {
   [[ -f "${NODE_DIR}/state.id" && "$(<"${NODE_DIR}/state.id")" == "$NODE_STATE_ID" ]] || return 1
   local c
   for c in "${NODE_COMPONENTS[@]}"; do pid_of "$c" >/dev/null || return 1; done
-  containerd_up && scheduler_healthy && kubelet_healthy && proxy_healthy && node_ready
+  containerd_up && scheduler_healthy && kubelet_healthy && proxy_healthy && node_ready && netpol_healthy
 }
 
 done_ok() {
@@ -75,7 +82,7 @@ if node_healthy; then done_ok; fi # another start-node.sh won the race
 # ---- leftovers, tools, binaries ----------------------------------------------------------
 "${CLUSTER_SCRIPT_DIR}/stop.sh" --node # no-op when nothing of the node tier is left
 ensure_cmds containerd:containerd ctr:containerd containerd-shim-runc-v2:containerd runc:runc \
-  iptables:iptables ip:iproute2 findmnt:util-linux curl:curl openssl:openssl \
+  iptables:iptables ip:iproute2 findmnt:util-linux curl:curl openssl:openssl nft:nftables unshare:util-linux \
   "${CNI_BIN_DIR}/bridge:containernetworking-plugins"
 for p in bridge host-local portmap firewall loopback; do
   [[ -x "${CNI_BIN_DIR}/${p}" ]] || die "CNI plugin ${CNI_BIN_DIR}/${p} missing; apt-get install --reinstall containernetworking-plugins"
@@ -83,8 +90,9 @@ done
 [[ -d /proc/sys/net/bridge ]] || die "br_netfilter is not loaded (no /proc/sys/net/bridge); run: modprobe br_netfilter"
 "${CLUSTER_SCRIPT_DIR}/build.sh" kube-scheduler kubelet kube-proxy
 "${CLUSTER_SCRIPT_DIR}/build-crictl.sh" >/dev/null
+"${CLUSTER_SCRIPT_DIR}/build-netpol.sh" >/dev/null
 
-for port in "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$KUBE_PROXY_HEALTHZ_PORT" "$KUBE_PROXY_METRICS_PORT" "$SCHEDULER_PORT"; do
+for port in "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$KUBE_PROXY_HEALTHZ_PORT" "$KUBE_PROXY_METRICS_PORT" "$SCHEDULER_PORT" "$NETPOL_METRICS_PORT"; do
   if ss -Hltn "sport = :${port}" | grep -q .; then
     die "port ${port} is already in use: $(ss -Hltnp "sport = :${port}")"
   fi
@@ -361,6 +369,78 @@ wait_for 60 "kube-scheduler /healthz" kube-scheduler scheduler_healthy
 wait_for 60 "kubelet /healthz" kubelet kubelet_healthy
 wait_for "$NODE_TIMEOUT" "node ${NODE_NAME} Ready" kubelet node_ready
 wait_for 60 "kube-proxy /healthz" kube-proxy proxy_healthy
+
+# ---- NetworkPolicy enforcer (kube-network-policies) ----------------------------------------
+# It evaluates the first packet of each connection of a Pod that a NetworkPolicy selects,
+# queued to userspace (NFQUEUE), against the policies. Without it the CNI
+# bridge enforces no NetworkPolicy at all. It reads Pods, Namespaces and NetworkPolicies
+# with a ServiceAccount token of its own (it knows only rest.InClusterConfig).
+k apply -f - >/dev/null <<'EOK'
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: playpen-netpol, namespace: kube-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: playpen-netpol}
+rules:
+- {apiGroups: [""], resources: [pods, namespaces, nodes], verbs: [get, list, watch]}
+- {apiGroups: [networking.k8s.io], resources: [networkpolicies], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: playpen-netpol}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: playpen-netpol}
+subjects:
+- {kind: ServiceAccount, name: playpen-netpol, namespace: kube-system}
+EOK
+NETPOL_DIR="${NODE_DIR}/netpol"
+mkdir -p "${NETPOL_DIR}/sa" "${NETPOL_DIR}/bin"
+(
+  umask 077
+  k create token playpen-netpol -n kube-system --duration=168h >"${NETPOL_DIR}/sa/token"
+)
+cp "${PKI}/ca.crt" "${NETPOL_DIR}/sa/ca.crt"
+echo kube-system >"${NETPOL_DIR}/sa/namespace"
+# Started through a link in the state dir, so pid_of/stray_pids recognise it as ours.
+ln -sfn "$NETPOL_BIN" "${NETPOL_DIR}/bin/kube-network-policies"
+if [[ ! -d "$SA_MOUNTPOINT" ]]; then
+  mkdir -p "$SA_MOUNTPOINT"
+  echo "$SA_MOUNTPOINT" >"${NETPOL_DIR}/created-mountpoint" # stop.sh removes it again
+fi
+# NRI needs containerd >= 1.7; without it the enforcer takes Pod IPs from the API server.
+# Kernels >= 6.12 have the conntrack fix its DNS workaround is for.
+bug1766="$(awk -F. '{ print ($1 < 6 || ($1 == 6 && $2 < 12)) ? "true" : "false" }' /proc/sys/kernel/osrelease)"
+# shellcheck disable=SC2016 # $0/$1/$@ belong to the inner sh
+KUBERNETES_SERVICE_HOST="$NODE_IP" KUBERNETES_SERVICE_PORT="$APISERVER_PORT" \
+  launch kube-network-policies unshare --mount --propagation slave -- sh -c \
+  'mount --bind "$0" "$1" && shift && exec "$@"' "${NETPOL_DIR}/sa" "$SA_MOUNTPOINT" \
+  "${NETPOL_DIR}/bin/kube-network-policies" \
+  --hostname-override="$NODE_NAME" \
+  --nfqueue-id="$NETPOL_QUEUE" \
+  --metrics-bind-address="127.0.0.1:${NETPOL_METRICS_PORT}" \
+  --netfilter-bug-1766-fix="$bug1766" \
+  --v=2
+# kube-network-policies steers packets to its queue with the nftables `queue` expression,
+# which this kernel lacks (CONFIG_NFT_QUEUE is not set: "Could not process rule: No such
+# file or directory"); its table is then never written, but its queue reader and policy
+# evaluation run all the same. The xt NFQUEUE target is built in, so iptables steers
+# instead: the first packet of every connection from or to a Pod, in the mangle table (an
+# accept there still leaves the filter table's rules to run) of FORWARD (Pod to Pod,
+# Pod to Service backends, after DNAT) and INPUT (Pod to the node itself: the API server
+# behind 10.96.0.1, the kubelet, which a postrouting hook would never see). Pods that no
+# policy selects are accepted by the evaluator. Host-originated traffic (kubelet probes)
+# is not queued, as upstream exempts uid 0.
+iptables -w 5 -t mangle -N "$NETPOL_CHAIN" 2>/dev/null || iptables -w 5 -t mangle -F "$NETPOL_CHAIN"
+iptables -w 5 -t mangle -A "$NETPOL_CHAIN" -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
+for dir in -s -d; do
+  iptables -w 5 -t mangle -A "$NETPOL_CHAIN" "$dir" "$POD_CIDR" -j NFQUEUE --queue-num "$NETPOL_QUEUE" \
+    -m comment --comment "playpen: NetworkPolicy evaluation by kube-network-policies"
+done
+for hook in FORWARD INPUT; do
+  iptables -w 5 -t mangle -C "$hook" -j "$NETPOL_CHAIN" 2>/dev/null || iptables -w 5 -t mangle -I "$hook" -j "$NETPOL_CHAIN"
+done
+wait_for 60 "kube-network-policies /metrics and its queue rules" kube-network-policies netpol_healthy
 
 echo "$NODE_STATE_ID" >"${NODE_DIR}/state.id"
 node_healthy || fail "node tier not healthy after start"

@@ -98,6 +98,15 @@ sweep_iptables() {
   ((n == 0)) || log "removed ${n} KUBE-*/CNI-* iptables chains"
 }
 
+# The node's interface, bridge, DNAT chain and iptables chains are global: only the state
+# dir that runs the node (node dir, or an apiserver in node mode) may remove them, or a
+# second, control-plane-only cluster's start.sh (which runs stop.sh first) tears down the
+# node of the first (seen: a node-tier test run lost its API server this way).
+OWNS_NODE=false
+# The default state dir owns them too, so that it still cleans up after a lost state dir.
+if [[ -d "$NODE_DIR" || "$(cat "${RUN}/kube-apiserver.mode" 2>/dev/null)" == node ||
+  -z "${PLAYPEN_CLUSTER_DIR:-}" ]]; then OWNS_NODE=true; fi
+
 node_tier_present() {
   [[ -d "$NODE_DIR" ]] && return 0
   local c
@@ -105,7 +114,7 @@ node_tier_present() {
     pid_of "$c" >/dev/null 2>&1 && return 0
     [[ -z "$(stray_pids "$c")" ]] || return 0
   done
-  ip link show "$CNI_BRIDGE" >/dev/null 2>&1
+  $OWNS_NODE && ip link show "$CNI_BRIDGE" >/dev/null 2>&1
 }
 
 stop_node_tier() {
@@ -139,7 +148,24 @@ stop_node_tier() {
       log "WARNING: kube-proxy --cleanup failed (see ${LOGS}/kube-proxy-cleanup.log)"
   fi
 
-  # 4. the scheduler and containerd.
+  # 4. the NetworkPolicy enforcer and its nftables tables (a queue rule left without its
+  #    reader drops what it matches), the scheduler and containerd.
+  stop_component kube-network-policies
+  local hook
+  if iptables -w 5 -t mangle -S "$NETPOL_CHAIN" >/dev/null 2>&1; then
+    for hook in FORWARD INPUT; do
+      while iptables -w 5 -t mangle -D "$hook" -j "$NETPOL_CHAIN" 2>/dev/null; do :; done
+    done
+    iptables -w 5 -t mangle -F "$NETPOL_CHAIN" && iptables -w 5 -t mangle -X "$NETPOL_CHAIN" &&
+      log "removed the ${NETPOL_CHAIN} iptables chain"
+  fi
+  if command -v nft >/dev/null 2>&1 && nft list table inet "$NETPOL_TABLE" >/dev/null 2>&1; then
+    nft delete table inet "$NETPOL_TABLE" && log "deleted nftables table inet ${NETPOL_TABLE}"
+  fi
+  if [[ -f "${NODE_DIR}/netpol/created-mountpoint" ]]; then
+    rmdir -p "$SA_MOUNTPOINT" 2>/dev/null || true
+    rm -f "${NODE_DIR}/netpol/created-mountpoint"
+  fi
   stop_component kube-scheduler
   stop_component containerd
 
@@ -209,13 +235,13 @@ if ! $node_only; then
   done
   rm -f "${RUN}/kube-apiserver.mode"
   # Node mode leftovers: the 127.0.0.1 -> node IP DNAT and the node IP's interface.
-  if $IS_ROOT && command -v iptables >/dev/null 2>&1 &&
+  if $OWNS_NODE && $IS_ROOT && command -v iptables >/dev/null 2>&1 &&
     iptables -w 5 -t nat -S "$APISERVER_DNAT_CHAIN" >/dev/null 2>&1; then
     while iptables -w 5 -t nat -D OUTPUT -d 127.0.0.1/32 -p tcp --dport "$APISERVER_PORT" -j "$APISERVER_DNAT_CHAIN" 2>/dev/null; do :; done
     iptables -w 5 -t nat -F "$APISERVER_DNAT_CHAIN"
     iptables -w 5 -t nat -X "$APISERVER_DNAT_CHAIN" && log "removed the ${APISERVER_DNAT_CHAIN} DNAT chain"
   fi
-  if ip link show "$NODE_IFACE" >/dev/null 2>&1; then
+  if $OWNS_NODE && ip link show "$NODE_IFACE" >/dev/null 2>&1; then
     $IS_ROOT || die "interface ${NODE_IFACE} (node IP) is left; run stop.sh as root"
     ip link del "$NODE_IFACE" && log "deleted link ${NODE_IFACE} (${NODE_IP})"
   fi

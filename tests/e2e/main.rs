@@ -9,6 +9,7 @@
 
 mod hostile;
 mod kubectl;
+mod network;
 mod session;
 mod setup;
 
@@ -19,11 +20,10 @@ use playpen_tests::client;
 async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     let client = client().await?;
     let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
-    let (a, b) = (installed.team_a.name.as_str(), installed.team_b.name.as_str());
-    let system = installed.system.name.as_str();
+    let (b, system) = (installed.team_b.name.as_str(), installed.system.name.as_str());
     let (main, isolation, hostile) = tokio::join!(
-        session::drive_view_recover_delete(&client, a, &installed.fixture_url),
-        session::isolation_and_disabled(&client, b, a),
+        session::drive_view_recover_delete(&client, &installed),
+        session::isolation_and_disabled(&client, &installed),
         hostile::non_ascii_executable_is_reported_not_fatal(&client, b, system),
     );
     let survived = hostile::operator_never_restarted(&client, system).await;

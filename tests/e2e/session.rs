@@ -15,15 +15,23 @@ use playpen_tests::{eventually, http_get};
 use serde_json::json;
 
 use crate::kubectl::{exec, follow_logs, kubectl, port_forward, sh};
-use crate::setup::{tolerations, BROWSER_IMAGE};
+use crate::network;
+use crate::setup::{tolerations, Installed, BROWSER_IMAGE};
 
 /// The browser container's name.
 pub const BROWSER: &str = "browser";
 /// The viewer's pinned port (the CRD default).
 pub const VIEWER_PORT: u16 = 9323;
 
-/// Creates a BrowserSession on the e2e browser image (Debian's Chromium).
-pub async fn create(client: &Client, ns: &str, name: &str, sandbox: &str) -> anyhow::Result<()> {
+/// Creates a BrowserSession on the e2e browser image (Debian's Chromium)
+/// with `network` as its spec.network.
+pub async fn create(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    sandbox: &str,
+    network: serde_json::Value,
+) -> anyhow::Result<()> {
     let bs: BrowserSession = serde_json::from_value(json!({
         "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
         "metadata": {"name": name},
@@ -36,7 +44,8 @@ pub async fn create(client: &Client, ns: &str, name: &str, sandbox: &str) -> any
                 // This machine's network is closed: no background lookups of Google's hosts.
                 "args": ["--disable-background-networking", "--disable-component-update"]
             },
-            "pod": {"tolerations": tolerations(), "shmSize": "256Mi"}
+            "pod": {"tolerations": tolerations(), "shmSize": "256Mi"},
+            "network": network
         }
     }))?;
     Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
@@ -86,10 +95,14 @@ fn snapshot_path(stdout: &str) -> anyhow::Result<String> {
     Ok(stdout[start..end].to_owned())
 }
 
-/// Steps 3–8 on one session: drive, view, sandbox, kill and recover, delete.
-pub async fn drive_view_recover_delete(client: &Client, ns: &str, fixture_url: &str) -> anyhow::Result<()> {
+/// Steps 3–8 on one session: drive, view, sandbox, kill and recover, delete;
+/// its network boundary between them.
+pub async fn drive_view_recover_delete(client: &Client, installed: &Installed) -> anyhow::Result<()> {
+    let (ns, fixture_url) = (installed.team_a.name.as_str(), installed.fixture_url.as_str());
     let name = "shop";
-    create(client, ns, name, "Enforced").await?;
+    // The default egress (the public internet only) plus the one fixture it drives.
+    let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": "fixture"}}]}});
+    create(client, ns, name, "Enforced", network).await?;
     let (status, took) = wait_ready(client, ns, name).await.context("step 2: the session becomes Ready")?;
     eprintln!("e2e: {ns}/{name} Ready after {took:?}");
     let pod = pod_name(&status)?;
@@ -124,6 +137,13 @@ pub async fn drive_view_recover_delete(client: &Client, ns: &str, fixture_url: &
     let ways: Vec<&str> = report.lines().filter_map(|l| l.split('\t').next()).collect();
     ensure!(ways == ["fast", "node"], "fast path in the image: {report}");
 
+    // The network boundary: the allow-listed fixture only, and no way in.
+    let other = (installed.team_b.name.as_str(), installed.other_namespace_url.as_str());
+    network::default_egress(client, ns, name, &pod, fixture_url, &installed.internal_url, other)
+        .await
+        .context("the default egress policy")?;
+    network::no_ingress(client, ns, &pod, "internal").await.context("no ingress to the browser Pod")?;
+
     agent_close_is_no_failure(client, ns, name, &pod, fixture_url).await.context("an agent's own close")?;
 
     // 4. A human takes over through the tunnel; the Pod IP does not serve the viewer.
@@ -134,18 +154,6 @@ pub async fn drive_view_recover_delete(client: &Client, ns: &str, fixture_url: &
     let (code, body) = http_get(local, "/index.html").await?;
     ensure!(code == 200 && body.contains("<html"), "the dashboard page answered {code}: {body:.200}");
     drop(forward);
-    let pod_ip = Api::<Pod>::namespaced(client.clone(), ns)
-        .get(&pod)
-        .await?
-        .status
-        .and_then(|s| s.pod_ip)
-        .context("no Pod IP")?;
-    let probe = format!(
-        "require('net').connect({VIEWER_PORT}, '{pod_ip}').on('connect', () => {{ console.log('CONNECTED'); process.exit(0) }})\
-         .on('error', (e) => {{ console.log(e.code); process.exit(0) }})"
-    );
-    let reach = exec(ns, "fixture", "server", &["/opt/playpen/node/bin/node", "-e", &probe]).await?.ok("probe")?;
-    ensure!(reach.trim() == "ECONNREFUSED", "{pod_ip}:{VIEWER_PORT} from another Pod: {reach}");
 
     // 6. The sandbox is enforced: renderers run in a user namespace of their own.
     let namespaces = sh(
@@ -167,6 +175,8 @@ pub async fn drive_view_recover_delete(client: &Client, ns: &str, fixture_url: &
             "step 6: a renderer shares the runtime's user namespace: {line}"
         );
     }
+
+    seccomp_allow_list(ns, &pod).await.context("step 6: the seccomp allow-list")?;
 
     // 8. Kill the browser: the session recovers and says so.
     let killed = sh(
@@ -247,6 +257,31 @@ async fn agent_close_is_no_failure(
     Ok(())
 }
 
+/// The Localhost profile is in force (filter mode), and refuses what it does
+/// not list: a mount namespace (the argument filter on unshare: a user
+/// namespace alone works) and io_uring_setup (not listed at all).
+async fn seccomp_allow_list(ns: &str, pod: &str) -> anyhow::Result<()> {
+    let mode = sh(ns, pod, BROWSER, "grep '^Seccomp:' /proc/self/status").await?;
+    ensure!(mode.split_whitespace().nth(1) == Some("2"), "no seccomp filter: {mode}");
+    let user = sh(ns, pod, BROWSER, "unshare --user --map-root-user id -u 2>&1; echo rc=$?").await?;
+    ensure!(user.contains("rc=0") && user.starts_with('0'), "a user namespace (the sandbox's) must work: {user}");
+    let mount = sh(ns, pod, BROWSER, "unshare --user --map-root-user --mount true 2>&1; echo rc=$?").await?;
+    ensure!(
+        mount.contains("Operation not permitted") && !mount.contains("rc=0"),
+        "a mount namespace must be refused: {mount}"
+    );
+    // io_uring_setup is syscall 425 on x86_64 and arm64.
+    let uring = sh(
+        ns,
+        pod,
+        BROWSER,
+        "perl -e '$p = \"\\0\" x 120; $r = syscall(425, 1, $p); print $r < 0 ? \"errno=\" . ($!+0) . \"\\n\" : \"fd=$r\\n\"'",
+    )
+    .await?;
+    ensure!(uring.trim() == "errno=1", "io_uring_setup must fail with EPERM: {uring}");
+    Ok(())
+}
+
 async fn recover_after_kill(client: &Client, ns: &str, name: &str, pod: &str) -> anyhow::Result<()> {
     let api: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
     eventually(Duration::from_secs(60), || async {
@@ -294,9 +329,11 @@ async fn no_orphans(client: &Client, ns: &str, name: &str) -> anyhow::Result<()>
 
 /// Step 5 and the Disabled half of step 6: a second team's session cannot
 /// see the first one's sockets, and a Disabled sandbox runs and is recorded.
-pub async fn isolation_and_disabled(client: &Client, ns_b: &str, ns_a: &str) -> anyhow::Result<()> {
+/// It denies all egress, and reaches nothing.
+pub async fn isolation_and_disabled(client: &Client, installed: &Installed) -> anyhow::Result<()> {
+    let (ns_b, ns_a) = (installed.team_b.name.as_str(), installed.team_a.name.as_str());
     let name = "nosandbox";
-    create(client, ns_b, name, "Disabled").await?;
+    create(client, ns_b, name, "Disabled", json!({"egress": {"mode": "DenyAll"}})).await?;
     let (status, _) = wait_ready(client, ns_b, name).await.context("the Disabled session becomes Ready")?;
     ensure!(!condition_true(&status, condition::SANDBOX_ENFORCED), "SandboxEnforced is true for a Disabled session");
     let events = Api::<Event>::namespaced(client.clone(), ns_b)
@@ -308,6 +345,9 @@ pub async fn isolation_and_disabled(client: &Client, ns_b: &str, ns_a: &str) -> 
         events.items.iter().map(|e| &e.reason).collect::<Vec<_>>()
     );
     let pod = pod_name(&status)?;
+    let urls = [installed.fixture_url.as_str(), installed.internal_url.as_str(), crate::network::API_SERVER_URL];
+    let own_fixture = (installed.other_namespace_url.as_str(), ns_b, "fixture");
+    network::deny_all(client, ns_b, name, &pod, &urls, own_fixture).await.context("the DenyAll session")?;
     let own_ns = status.socket_namespace.clone().context("no socket namespace in the status")?;
     let list = exec(ns_b, &pod, BROWSER, &["playwright-cli", "list"]).await?.ok("playwright-cli list")?;
     ensure!(list.contains(status.session_name.as_deref().unwrap_or(name)), "list misses its own session:\n{list}");

@@ -1,6 +1,8 @@
 //! The installation a platform team would make: the chart (operator in a Pod,
 //! seccomp-profile installer DaemonSet) from the images `tests/e2e/images.sh`
-//! built and imported, plus a fixture web server inside the cluster.
+//! built and imported, plus fixture web servers inside the cluster: the one
+//! the main session allow-lists, an "internal" one beside it and one in the
+//! second team's namespace, which no session may reach.
 
 use std::time::Duration;
 
@@ -30,9 +32,16 @@ pub struct Installed {
     pub team_a: TestNamespace,
     /// A second team's namespace.
     pub team_b: TestNamespace,
-    /// `http://<fixture ClusterIP>:8080/`.
+    /// `http://<fixture ClusterIP>:8080/`: Pod `fixture` (app=fixture) in team A.
     pub fixture_url: String,
+    /// Pod `internal` (app=internal) in team A, not allow-listed.
+    pub internal_url: String,
+    /// Pod `fixture` (app=fixture) in team B.
+    pub other_namespace_url: String,
 }
+
+/// The cluster's Pod and Service ranges (tests/cluster/lib.sh), given to the chart.
+pub const CLUSTER_CIDRS: &str = "network.clusterCIDRs={10.244.0.0/24,10.96.0.0/12}";
 
 /// Tolerations for the node taint, as JSON.
 pub fn tolerations() -> serde_json::Value {
@@ -71,11 +80,17 @@ pub async fn install(client: &Client) -> anyhow::Result<Installed> {
         &installer_tolerations,
         "--set",
         "logFormat=text",
+        "--set",
+        CLUSTER_CIDRS,
     ])
     .await?
     .ok("helm install")?;
-    let fixture_url = start_fixture(client, &team_a.name).await?;
-    Ok(Installed { system, team_a, team_b, fixture_url })
+    let (fixture_url, internal_url, other_namespace_url) = tokio::try_join!(
+        start_fixture(client, &team_a.name, "fixture"),
+        start_fixture(client, &team_a.name, "internal"),
+        start_fixture(client, &team_b.name, "fixture"),
+    )?;
+    Ok(Installed { system, team_a, team_b, fixture_url, internal_url, other_namespace_url })
 }
 
 /// `helm uninstall` (the CRD stays: resource-policy keep), then the
@@ -93,13 +108,14 @@ pub async fn uninstall(client: &Client, installed: &Installed) -> anyhow::Result
     uninstalled.map(drop)
 }
 
-async fn start_fixture(client: &Client, ns: &str) -> anyhow::Result<String> {
+/// Pod, ConfigMap and Service `name` (label app=`name`) serving the fixture page; its URL.
+async fn start_fixture(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
     let apply = PatchParams::apply("playpen-e2e").force();
     let config: ConfigMap =
-        serde_json::from_value(json!({"metadata": {"name": "fixture"}, "data": {"server.js": FIXTURE_SERVER}}))?;
-    Api::<ConfigMap>::namespaced(client.clone(), ns).patch("fixture", &apply, &Patch::Apply(&config)).await?;
+        serde_json::from_value(json!({"metadata": {"name": name}, "data": {"server.js": FIXTURE_SERVER}}))?;
+    Api::<ConfigMap>::namespaced(client.clone(), ns).patch(name, &apply, &Patch::Apply(&config)).await?;
     let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "fixture", "labels": {"app": "fixture"}},
+        "metadata": {"name": name, "labels": {"app": name}},
         "spec": {
             "tolerations": tolerations(),
             "automountServiceAccountToken": false,
@@ -114,25 +130,24 @@ async fn start_fixture(client: &Client, ns: &str) -> anyhow::Result<String> {
                     "capabilities": {"drop": ["ALL"]}},
                 "volumeMounts": [{"name": "server", "mountPath": "/fixture"}]
             }],
-            "volumes": [{"name": "server", "configMap": {"name": "fixture"}}]
+            "volumes": [{"name": "server", "configMap": {"name": name}}]
         }
     }))?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    pods.patch("fixture", &apply, &Patch::Apply(&pod)).await?;
+    pods.patch(name, &apply, &Patch::Apply(&pod)).await?;
     let service: Service = serde_json::from_value(json!({
-        "metadata": {"name": "fixture"},
-        "spec": {"selector": {"app": "fixture"}, "ports": [{"port": 8080, "targetPort": 8080}]}
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 8080, "targetPort": 8080}]}
     }))?;
-    let service =
-        Api::<Service>::namespaced(client.clone(), ns).patch("fixture", &apply, &Patch::Apply(&service)).await?;
+    let service = Api::<Service>::namespaced(client.clone(), ns).patch(name, &apply, &Patch::Apply(&service)).await?;
     let ip = service.spec.and_then(|s| s.cluster_ip).context("the fixture Service has no ClusterIP")?;
     eventually(Duration::from_secs(90), || async {
-        let pod = pods.get("fixture").await?;
+        let pod = pods.get(name).await?;
         let ready = pod.status.and_then(|s| s.conditions).unwrap_or_default();
-        ensure!(ready.iter().any(|c| c.type_ == "Ready" && c.status == "True"), "fixture not ready: {ready:?}");
+        ensure!(ready.iter().any(|c| c.type_ == "Ready" && c.status == "True"), "{name} not ready: {ready:?}");
         Ok(())
     })
     .await
-    .context("the fixture server Pod")?;
+    .with_context(|| format!("the fixture server Pod {ns}/{name}"))?;
     Ok(format!("http://{ip}:8080/"))
 }

@@ -86,6 +86,36 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
             json!({"image": "i", "profile": {"claimName": ""}}),
             "spec.profile.claimName must name a PersistentVolumeClaim",
         ),
+        (
+            "host-bits",
+            json!({"image": "i", "network": {"egress": {"allowCIDRs": ["10.0.0.1/8"]}}}),
+            "spec.network.egress.allowCIDRs: every entry must be a canonical CIDR",
+        ),
+        (
+            "not-a-cidr",
+            json!({"image": "i", "network": {"egress": {"allowCIDRs": ["fixture"]}}}),
+            "spec.network.egress.allowCIDRs: every entry must be a canonical CIDR",
+        ),
+        (
+            "deny-all-with-list",
+            json!({"image": "i", "network": {"egress": {"mode": "DenyAll", "allowCIDRs": ["10.0.0.0/8"]}}}),
+            "allowCIDRs and allowPeers cannot be used with mode DenyAll",
+        ),
+        (
+            "peer-namespace",
+            json!({"image": "i", "network": {"egress": {"allowPeers": [{"namespace": "Team_A"}]}}}),
+            "spec.network.egress.allowPeers[].namespace must be a namespace name",
+        ),
+        (
+            "runtime-class",
+            json!({"image": "i", "pod": {"runtimeClassName": "gVisor"}}),
+            "spec.pod.runtimeClassName must name a RuntimeClass",
+        ),
+        (
+            "peer-label",
+            json!({"image": "i", "network": {"egress": {"allowPeers": [{"podLabels": {"bad key!": "x"}}]}}}),
+            "spec.network.egress.allowPeers[].podLabels must hold label keys",
+        ),
     ];
     for (name, spec, message) in cases {
         refused(&client, n, session(name, spec), message).await;
@@ -156,6 +186,15 @@ async fn browser_fields_are_immutable_and_policy_fields_are_not() -> anyhow::Res
         )
         .await?;
     assert_eq!(patched.spec.idle_timeout_seconds, Some(120));
+    // The egress policy applies to the running Pod, so it may change too.
+    let patched = api
+        .patch(
+            "s",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"network": {"egress": {"mode": "DenyAll"}}}})),
+        )
+        .await?;
+    assert_eq!(patched.spec.network.egress.mode, playpen_api::v1alpha1::EgressMode::DenyAll);
     assert_eq!(patched.spec.snapshots.retention.max_count, 10);
     Ok(())
 }

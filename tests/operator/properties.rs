@@ -221,8 +221,8 @@ async fn every_admitted_spec_builds_children_the_api_server_accepts() -> anyhow:
                     }
                 };
                 let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None };
-                let computed = status::compute(&stored, &id, observed, Timestamp::now());
-                let status_ok = computed.conditions.len() == 6;
+                let computed = status::compute(&stored, &id, observed, &settings().egress, Timestamp::now());
+                let status_ok = computed.conditions.len() == 7;
                 let applied = async {
                     dry_apply(&client, n, children.launch_secret.as_ref()).await?;
                     dry_apply(&client, n, Some(&children.runtime_config)).await?;
@@ -235,7 +235,7 @@ async fn every_admitted_spec_builds_children_the_api_server_accepts() -> anyhow:
                     findings.push(format!("case {case}: {e:#}: {body}"));
                 }
                 if !status_ok {
-                    findings.push(format!("case {case}: status without its six conditions: {body}"));
+                    findings.push(format!("case {case}: status without its seven conditions: {body}"));
                 }
             }
         }

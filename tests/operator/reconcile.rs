@@ -91,8 +91,14 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
     assert_eq!(svc.spec.and_then(|s| s.cluster_ip).as_deref(), Some("None"), "headless");
     let np = Api::<NetworkPolicy>::namespaced(client.clone(), n).get("demo-isolate").await?;
     let np_spec = np.spec.context("netpol spec")?;
-    assert_eq!(np_spec.policy_types, Some(vec!["Ingress".to_owned()]));
+    assert_eq!(np_spec.policy_types, Some(vec!["Ingress".to_owned(), "Egress".to_owned()]));
     assert!(np_spec.ingress.unwrap_or_default().is_empty(), "no ingress rule: deny all");
+    let egress = np_spec.egress.context("the default egress: DNS and the internet")?;
+    let except = egress[1].to.as_ref().and_then(|t| t[0].ip_block.as_ref()).and_then(|b| b.except.clone());
+    assert!(
+        except.is_some_and(|e| e.contains(&"169.254.0.0/16".to_owned())),
+        "metadata range stored by the API server"
+    );
     let pvc = Api::<PersistentVolumeClaim>::namespaced(client.clone(), n).get("demo-snapshots").await?;
     assert!(pvc.metadata.owner_references.is_some());
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), n);
@@ -135,6 +141,24 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
         Ok(())
     })
     .await?;
+    // The egress policy changes on the running session: the NetworkPolicy and the status follow.
+    sessions
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"network": {"egress": {"mode": "DenyAll"}}}})),
+        )
+        .await?;
+    let np_api: Api<NetworkPolicy> = Api::namespaced(client.clone(), n);
+    eventually(WAIT, || async {
+        let spec = np_api.get("demo-isolate").await?.spec.context("spec")?;
+        ensure!(spec.egress.unwrap_or_default().is_empty(), "egress rules left under DenyAll");
+        let s = status_of(&sessions, "demo").await?;
+        let c = condition(&s, playpen_api::v1alpha1::condition::EGRESS_POLICY).context("no EgressPolicy")?;
+        ensure!(c.1 == "DenyAll", "EgressPolicy not updated: {c:?}");
+        Ok(())
+    })
+    .await?;
     // Drift is repaired: a hand edit of the Service port is put back.
     let svcs: Api<Service> = Api::namespaced(client.clone(), n);
     let ports = |svc: Service| -> Vec<i32> {
@@ -149,7 +173,6 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
         Ok(())
     })
     .await?;
-    let np_api: Api<NetworkPolicy> = Api::namespaced(client.clone(), n);
     np_api.delete("demo-isolate", &DeleteParams::default()).await?;
     eventually(WAIT, || async { Ok(np_api.get("demo-isolate").await?) }).await?;
 
@@ -327,5 +350,32 @@ async fn missing_secret_is_a_condition_not_a_crash_loop() -> anyhow::Result<()> 
         mine.metadata.managed_fields.iter().flatten().all(|m| m.manager.as_deref() != Some("playpen-operator")),
         "the operator wrote nothing to the user's Secret"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_runtime_class_reaches_the_pod_and_the_api_server_checks_it_exists() -> anyhow::Result<()> {
+    use k8s_openapi::api::node::v1::RuntimeClass;
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "rtc").await?;
+    let n = ns.name.as_str();
+    // Cluster-scoped: named after the namespace, deleted at the end.
+    let name = format!("{n}-sandboxed");
+    let classes: Api<RuntimeClass> = Api::all(client.clone());
+    let class: RuntimeClass = serde_json::from_value(json!({"metadata": {"name": name}, "handler": "runc"}))?;
+    classes.create(&PostParams::default(), &class).await?;
+    let _op = RunningOperator::start(&client, n, None).await?;
+    create(&client, n, session("demo", json!({"image": "i", "pod": {"runtimeClassName": name}}))).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    let pod = eventually(WAIT, || async { Ok(pods.get("demo-browser").await?) }).await;
+    classes.delete(&name, &DeleteParams::default()).await?;
+    let spec = pod?.spec.context("pod spec")?;
+    assert_eq!(spec.runtime_class_name.as_deref(), Some(name.as_str()));
+    // A RuntimeClass that does not exist: the API server's RuntimeClass admission refuses such a Pod.
+    let orphan: Pod = serde_json::from_value(json!({"metadata": {"name": "x"},
+        "spec": {"runtimeClassName": format!("{n}-absent"), "containers": [{"name": "c", "image": "i"}]}}))?;
+    let err = pods.create(&PostParams::default(), &orphan).await.expect_err("an absent RuntimeClass");
+    assert!(err.to_string().contains("not found"), "{err}");
     Ok(())
 }

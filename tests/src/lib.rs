@@ -136,7 +136,11 @@ impl Drop for TestNamespace {
 
 /// Settings the tests run the operator with.
 pub fn settings() -> Settings {
-    Settings { enforced_seccomp: SeccompChoice::Localhost("playpen/chromium.json".into()), run_as_user: 1000 }
+    Settings {
+        enforced_seccomp: SeccompChoice::Localhost("playpen/chromium.json".into()),
+        run_as_user: 1000,
+        egress: Default::default(),
+    }
 }
 
 /// A running in-process operator; stopped on drop.

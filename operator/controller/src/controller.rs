@@ -158,7 +158,8 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let recovery = recovery::decide(pod.as_ref(), done, ctx.recovery, now);
     recover(&ctx, &bs, target, pod.as_ref(), &recovery, gave_up).await?;
     // status
-    let new = status::compute(&bs, &id, Observed { missing: &missing, pod: pod.as_ref(), recovery: &recovery }, now);
+    let observed = Observed { missing: &missing, pod: pod.as_ref(), recovery: &recovery };
+    let new = status::compute(&bs, &id, observed, &ctx.settings.egress, now);
     publish_events(&ctx, &bs, &id, &new).await;
     if bs.status.as_ref() != Some(&new) {
         if !ctx.fence.is_open() {

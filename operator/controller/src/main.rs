@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use playpen_operator::build::{SeccompChoice, Settings};
+use playpen_operator::build::{Cidr, DnsPeer, EgressDefaults, SeccompChoice, Settings};
 use playpen_operator::leader::LeaseConfig;
 use playpen_operator::operator::{self, Config};
 use playpen_operator::recovery::RecoveryBudget;
@@ -20,7 +20,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the controller (the default).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the BrowserSession CustomResourceDefinition as YAML.
     Crd,
 }
@@ -39,6 +39,21 @@ struct RunArgs {
     /// UID/GID of the browser image's user.
     #[arg(long, env = "PLAYPEN_RUN_AS_USER", default_value_t = 1000)]
     run_as_user: i64,
+    /// The cluster's Pod and Service CIDRs, comma-separated: no session reaches them by default.
+    #[arg(long, env = "PLAYPEN_CLUSTER_CIDRS", value_delimiter = ',', default_value = "")]
+    cluster_cidrs: Vec<String>,
+    /// More CIDRs no session reaches by default, comma-separated.
+    #[arg(long, env = "PLAYPEN_DENY_CIDRS", value_delimiter = ',', default_value = "")]
+    deny_cidrs: Vec<String>,
+    /// Namespace of the cluster's DNS resolver Pods.
+    #[arg(long, env = "PLAYPEN_DNS_NAMESPACE", default_value = "kube-system")]
+    dns_namespace: String,
+    /// Labels of the cluster's DNS resolver Pods, as key=value pairs, comma-separated.
+    #[arg(long, env = "PLAYPEN_DNS_POD_LABELS", value_delimiter = ',', default_value = "k8s-app=kube-dns")]
+    dns_pod_labels: Vec<String>,
+    /// Resolvers outside the Pod network (node-local caches), as CIDRs, comma-separated.
+    #[arg(long, env = "PLAYPEN_DNS_CIDRS", value_delimiter = ',', default_value = "")]
+    dns_cidrs: Vec<String>,
     /// Elect a leader through a Lease (needed with more than one replica).
     #[arg(long, env = "PLAYPEN_LEADER_ELECTION", default_value_t = false)]
     leader_election: bool,
@@ -95,7 +110,7 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", playpen_operator::crd::crd_yaml().context("generating the CRD")?);
             return Ok(());
         }
-        Some(Command::Run(args)) => args,
+        Some(Command::Run(args)) => *args,
         None => RunArgs::default(),
     };
     playpen_operator::telemetry::init(!args.log_text);
@@ -109,13 +124,22 @@ async fn main() -> anyhow::Result<()> {
             args.lease_duration_seconds
         );
     }
+    let egress = EgressDefaults {
+        cluster_cidrs: cidrs(&args.cluster_cidrs).context("--cluster-cidrs (chart value network.clusterCIDRs)")?,
+        deny_cidrs: cidrs(&args.deny_cidrs).context("--deny-cidrs (chart value network.denyCIDRs)")?,
+        dns: DnsPeer {
+            namespace: args.dns_namespace,
+            pod_labels: labels(&args.dns_pod_labels).context("--dns-pod-labels (chart value network.dns.podLabels)")?,
+            cidrs: cidrs(&args.dns_cidrs).context("--dns-cidrs (chart value network.dns.cidrs)")?,
+        },
+    };
     let identity = match args.identity {
         Some(id) => id,
         None => format!("playpen-operator-{}", std::process::id()),
     };
     let config = Config {
         namespaces: args.namespaces.into_iter().filter(|n| !n.is_empty()).collect(),
-        settings: Settings { enforced_seccomp, run_as_user: args.run_as_user },
+        settings: Settings { enforced_seccomp, run_as_user: args.run_as_user, egress },
         http_addr: args.http_addr,
         lease: args.leader_election.then(|| LeaseConfig {
             name: args.lease_name,
@@ -140,6 +164,20 @@ async fn main() -> anyhow::Result<()> {
         () = terminate() => tracing::info!("terminated"),
     }
     Ok(())
+}
+
+fn cidrs(list: &[String]) -> anyhow::Result<Vec<Cidr>> {
+    list.iter().filter(|c| !c.is_empty()).map(|c| c.parse::<Cidr>().map_err(anyhow::Error::from)).collect()
+}
+
+fn labels(list: &[String]) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    list.iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.split_once('=').with_context(|| format!("{l:?} is not key=value"))?;
+            Ok((k.to_owned(), v.to_owned()))
+        })
+        .collect()
 }
 
 async fn terminate() {

@@ -101,6 +101,12 @@ impl AuthLoad {
             return;
         }
         run_to_end(&self.command, Duration::from_secs(30), managed).await;
+        // The browser holds the state now; the copy sits in the data home an
+        // agent sidecar shares, so it goes at once (the mount is read-only).
+        match std::fs::remove_file(&self.copy) {
+            Ok(()) => tracing::info!(copy = %self.copy.display(), "removed the auth state copy after state-load"),
+            Err(err) => tracing::warn!(copy = %self.copy.display(), %err, "cannot remove the auth state copy"),
+        }
     }
 }
 

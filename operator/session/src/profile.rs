@@ -1,7 +1,7 @@
 //! Auth state and persistent profiles. A mounted storage-state file (group
 //! readable through `fsGroup`) is copied owner-only (0600) into the session's
-//! 0700 namespace and loaded with `playwright-cli state-load` after every
-//! daemon start. A persistent profile may hold Chromium's `Singleton*` locks
+//! 0700 namespace, loaded with `playwright-cli state-load` after every
+//! daemon start, and removed once loaded. A persistent profile may hold Chromium's `Singleton*` locks
 //! from the previous Pod, named after a hostname that no longer exists:
 //! Chromium refuses to start until they are removed, so they are removed
 //! before every start (the previous browser is gone by then).

@@ -248,7 +248,7 @@ fn with_the_sandbox_enforced_renderers_run_in_their_own_user_namespace() {
 }
 
 #[test]
-fn auth_state_is_loaded_from_an_owner_only_copy_and_stale_profile_locks_are_cleared() {
+fn auth_state_is_loaded_from_an_owner_only_copy_that_is_then_removed_and_stale_profile_locks_are_cleared() {
     let mut session = Session::new("authed", None);
     // A persistent profile left by a previous Pod: its lock names a host that is gone.
     let profile = session.path("profile");
@@ -269,12 +269,14 @@ fn auth_state_is_loaded_from_an_owner_only_copy_and_stale_profile_locks_are_clea
     session.start();
     session.wait_ready(Duration::from_secs(60));
     let copy = session.path("pw/1a2b3c4d/auth-state.json");
-    wait_until("the auth state copy", Duration::from_secs(20), || copy.exists());
-    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&copy).unwrap().permissions());
-    assert_eq!(mode & 0o777, 0o600);
     wait_until("the cookie in the session", Duration::from_secs(20), || {
         String::from_utf8_lossy(&session.cli(&["cookie-list"]).stdout).contains("s3cret")
     });
+    // Loaded, then gone: the data home is shared with an agent sidecar.
+    wait_until("the copy's removal", Duration::from_secs(10), || {
+        session.log().contains("removed the auth state copy after state-load")
+    });
+    assert!(!copy.exists(), "the auth state copy outlived its state-load");
     assert!(session.log().contains("removed stale Chromium profile locks"), "{}", session.log());
 }
 

@@ -138,6 +138,11 @@ pub struct BrowserSessionSpec {
     /// and environment, so plain `playwright-cli <verb>` in it drives this browser.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentSidecar>,
+
+    /// The browser Pod's network boundary. Ingress is always denied; egress
+    /// defaults to the cluster's DNS and the public internet only.
+    #[serde(default)]
+    pub network: Network,
 }
 
 /// Image pull policy.
@@ -331,7 +336,7 @@ pub struct Profile {
 }
 
 /// Pod-level settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct PodSettings {
     /// Resources of the browser container.
@@ -357,6 +362,12 @@ pub struct PodSettings {
     /// token is mounted: the browser Pod needs no API access.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
+    /// RuntimeClass of the Pod, for a stronger sandbox where the cluster has
+    /// one (gVisor, Kata). It must exist, or the API server refuses the Pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')").message("spec.pod.runtimeClassName must name a RuntimeClass: lowercase letters, digits, '-' and '.'"))]
+    pub runtime_class_name: Option<String>,
 }
 
 /// An agent sidecar sharing the session.
@@ -379,4 +390,85 @@ pub struct AgentSidecar {
     /// Resources of the agent container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
+}
+
+/// Longest CIDR spelling (an IPv6 address of 39 characters plus `/128`).
+pub const MAX_CIDR_LEN: u32 = 43;
+/// Most CIDRs in `spec.network.egress.allowCIDRs`.
+pub const MAX_ALLOW_CIDRS: u32 = 32;
+/// Most peers in `spec.network.egress.allowPeers`.
+pub const MAX_ALLOW_PEERS: u32 = 16;
+/// Most labels a peer selector may require.
+pub const MAX_PEER_LABELS: u32 = 16;
+
+/// The browser Pod's network boundary.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Network {
+    /// Where the browser may open connections. A page the browser loads can
+    /// reach whatever the browser can, so the default is the public web only.
+    #[serde(default)]
+    pub egress: Egress,
+}
+
+/// What the browser may reach.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum EgressMode {
+    /// DNS to the cluster's resolver and the public internet; private and
+    /// special ranges (RFC 1918, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16,
+    /// fc00::/7, fe80::/10, the cluster's Pod and Service ranges) are denied.
+    /// The allow-lists add to it.
+    #[default]
+    Internet,
+    /// DNS to the cluster's resolver and the allow-lists, nothing else.
+    AllowListOnly,
+    /// No egress at all (sessions that load only what the Pod serves itself).
+    DenyAll,
+}
+
+impl EgressMode {
+    /// The serialized spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Internet => "Internet",
+            Self::AllowListOnly => "AllowListOnly",
+            Self::DenyAll => "DenyAll",
+        }
+    }
+}
+
+/// Egress of the browser Pod.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.mode != 'DenyAll' || (!has(self.allowCIDRs) && !has(self.allowPeers))").message("spec.network.egress: allowCIDRs and allowPeers cannot be used with mode DenyAll; use mode AllowListOnly to reach only the listed destinations"))]
+pub struct Egress {
+    /// `Internet` (default), `AllowListOnly` or `DenyAll`.
+    #[serde(default)]
+    pub mode: EgressMode,
+    /// Destinations to allow in addition to the mode's, as canonical CIDRs
+    /// (for example 10.20.0.0/16 or 2001:db8::/32); they may lie inside a denied range.
+    #[serde(default, rename = "allowCIDRs", skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_ALLOW_CIDRS), inner(length(max = MAX_CIDR_LEN)))]
+    #[x_kube(validation = Rule::new("self.all(c, isCIDR(c) && string(cidr(c).masked()) == c)").message("spec.network.egress.allowCIDRs: every entry must be a canonical CIDR such as 10.20.0.0/16 or 2001:db8::/32 (address bits beyond the prefix zero)"))]
+    pub allow_cidrs: Vec<String>,
+    /// In-cluster Pods to allow, by namespace and labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_ALLOW_PEERS))]
+    pub allow_peers: Vec<EgressPeer>,
+}
+
+/// In-cluster Pods the browser may reach.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EgressPeer {
+    /// Namespace of the Pods (default: the BrowserSession's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')").message("spec.network.egress.allowPeers[].namespace must be a namespace name (lowercase letters, digits and '-')"))]
+    pub namespace: Option<String>,
+    /// Labels the Pods carry (all of them). Empty: every Pod of the namespace.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = MAX_PEER_LABELS, "additionalProperties" = {"type": "string", "maxLength": 63}))]
+    #[x_kube(validation = Rule::new("self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$'))").message("spec.network.egress.allowPeers[].podLabels must hold label keys ([prefix/]name) and values (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"))]
+    pub pod_labels: BTreeMap<String, String>,
 }

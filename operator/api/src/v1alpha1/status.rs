@@ -15,7 +15,7 @@ pub struct BrowserSessionStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// Conditions: Ready, ConfigResolved, PodScheduled, BrowserReady,
-    /// ViewerReady, SandboxEnforced.
+    /// ViewerReady, SandboxEnforced, EgressPolicy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// The playwright-cli session name (`PLAYWRIGHT_CLI_SESSION`).
@@ -117,4 +117,6 @@ pub mod condition {
     pub const VIEWER_READY: &str = "ViewerReady";
     /// Chromium's sandbox is on.
     pub const SANDBOX_ENFORCED: &str = "SandboxEnforced";
+    /// The egress policy in force: reason = mode, message = what the browser may reach.
+    pub const EGRESS_POLICY: &str = "EgressPolicy";
 }

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 
 pub use labels::{child_labels, pod_selector, COMPONENT_BROWSER};
 pub use launch::launch_config_json;
+pub use network::{egress_summary, Cidr, CidrError, DnsPeer, EgressDefaults, SPECIAL_RANGES};
 pub use pod::{SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
 pub use runtime::runtime_config;
 
@@ -71,11 +72,17 @@ pub struct Settings {
     pub enforced_seccomp: SeccompChoice,
     /// UID and GID the browser container runs as (the image's user).
     pub run_as_user: i64,
+    /// Cluster-wide egress settings.
+    pub egress: EgressDefaults,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Self { enforced_seccomp: SeccompChoice::Localhost(pod::DEFAULT_SECCOMP_PROFILE.to_owned()), run_as_user: 1000 }
+        Self {
+            enforced_seccomp: SeccompChoice::Localhost(pod::DEFAULT_SECCOMP_PROFILE.to_owned()),
+            run_as_user: 1000,
+            egress: EgressDefaults::default(),
+        }
     }
 }
 
@@ -92,7 +99,7 @@ pub struct Children {
     pub pod: Pod,
     /// The viewer Service; `None` when the viewer is disabled.
     pub viewer_service: Option<Service>,
-    /// Deny-all-ingress policy for the browser Pod.
+    /// Deny-all-ingress and egress policy for the browser Pod.
     pub network_policy: NetworkPolicy,
 }
 
@@ -104,6 +111,9 @@ pub fn children(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Resu
         snapshot_claim: storage::snapshot_claim(bs, id),
         pod: pod::pod(bs, id, settings),
         viewer_service: network::viewer_service(bs, id),
-        network_policy: network::network_policy(id),
+        network_policy: network::network_policy(bs, id, &settings.egress).map_err(|e| {
+            // Admission checks allowCIDRs already; this catches a CRD older than the operator.
+            Error::InvalidSpec(format!("spec.network.egress.allowCIDRs: {e}"))
+        })?,
     })
 }

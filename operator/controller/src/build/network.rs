@@ -8,12 +8,22 @@
 //! range and no kube-proxy rules are written for a port nothing in the
 //! cluster may reach (measured: allocating 1,000 virtual IPs at once stalled
 //! the API server's allocator). The NetworkPolicy denies all ingress so
-//! nothing else in the cluster reaches the Pod.
+//! nothing else in the cluster reaches the Pod, and limits egress to what
+//! `spec.network.egress` allows: a page in the browser reaches whatever the
+//! browser reaches.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::str::FromStr;
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicySpec};
+use k8s_openapi::api::networking::v1::{
+    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use playpen_api::v1alpha1::{Egress, EgressMode, EgressPeer};
 use playpen_api::BrowserSession;
 
 use super::labels::{child_meta, pod_selector};
@@ -44,20 +54,514 @@ pub fn viewer_service(bs: &BrowserSession, id: &Identity) -> Option<Service> {
     })
 }
 
-/// Denies all ingress to the session's Pod.
-pub fn network_policy(id: &Identity) -> NetworkPolicy {
-    NetworkPolicy {
+/// Ranges no session reaches by default: private (RFC 1918), shared address
+/// space (RFC 6598), loopback, link-local (cloud metadata lives at
+/// 169.254.169.254), IPv6 unique-local, link-local and loopback.
+pub const SPECIAL_RANGES: [&str; 9] = [
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "fc00::/7",
+    "fe80::/10",
+    "::1/128",
+];
+
+/// The label every namespace carries with its own name (Kubernetes ≥ 1.22).
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// A canonical CIDR (no address bits set beyond the prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cidr {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+/// Why a CIDR was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CidrError {
+    /// Not `<address>/<prefix>`.
+    #[error("{0:?} is not a CIDR: write <address>/<prefix>, for example 10.96.0.0/12")]
+    Syntax(String),
+    /// The prefix is longer than the address.
+    #[error("{0:?}: the prefix must be at most 32 for IPv4 and 128 for IPv6")]
+    Prefix(String),
+    /// Bits beyond the prefix are set.
+    #[error("{given:?} has address bits beyond its prefix: write {canonical}")]
+    NotCanonical {
+        /// As written.
+        given: String,
+        /// What was meant.
+        canonical: String,
+    },
+}
+
+impl Cidr {
+    fn bits(self) -> u8 {
+        if self.addr.is_ipv4() {
+            32
+        } else {
+            128
+        }
+    }
+
+    fn as_u128(addr: IpAddr) -> u128 {
+        match addr {
+            IpAddr::V4(a) => u128::from(u32::from(a)),
+            IpAddr::V6(a) => u128::from(a),
+        }
+    }
+
+    fn mask(bits: u8, prefix: u8) -> u128 {
+        let host = u32::from(bits - prefix);
+        let all = if bits == 32 { u128::from(u32::MAX) } else { u128::MAX };
+        all.checked_shl(host).unwrap_or(0) & all
+    }
+
+    /// IPv4.
+    pub fn is_ipv4(self) -> bool {
+        self.addr.is_ipv4()
+    }
+
+    /// Every address of `other` is in `self`.
+    pub fn contains(self, other: Cidr) -> bool {
+        self.is_ipv4() == other.is_ipv4()
+            && self.prefix <= other.prefix
+            && Self::as_u128(other.addr) & Self::mask(self.bits(), self.prefix) == Self::as_u128(self.addr)
+    }
+
+    /// The whole address family (0.0.0.0/0 or ::/0).
+    pub fn everything(v4: bool) -> Self {
+        let addr = if v4 { IpAddr::from([0u8; 4]) } else { IpAddr::from([0u8; 16]) };
+        Self { addr, prefix: 0 }
+    }
+}
+
+impl FromStr for Cidr {
+    type Err = CidrError;
+
+    fn from_str(text: &str) -> Result<Self, CidrError> {
+        let syntax = || CidrError::Syntax(text.to_owned());
+        let (addr, prefix) = text.split_once('/').ok_or_else(syntax)?;
+        let addr: IpAddr = addr.parse().map_err(|_| syntax())?;
+        let prefix: u8 = prefix.parse().map_err(|_| syntax())?;
+        let bits = if addr.is_ipv4() { 32 } else { 128 };
+        if prefix > bits {
+            return Err(CidrError::Prefix(text.to_owned()));
+        }
+        let masked = Self::as_u128(addr) & Self::mask(bits, prefix);
+        let masked = match addr {
+            IpAddr::V4(_) => IpAddr::from((masked as u32).to_be_bytes()),
+            IpAddr::V6(_) => IpAddr::from(masked.to_be_bytes()),
+        };
+        let cidr = Self { addr: masked, prefix };
+        if cidr.to_string() != text {
+            return Err(CidrError::NotCanonical { given: text.to_owned(), canonical: cidr.to_string() });
+        }
+        Ok(cidr)
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+/// Where the cluster's DNS resolver runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsPeer {
+    /// Namespace of the resolver Pods.
+    pub namespace: String,
+    /// Labels of the resolver Pods.
+    pub pod_labels: BTreeMap<String, String>,
+    /// Resolvers outside the Pod network (node-local caches, the node's resolver).
+    pub cidrs: Vec<Cidr>,
+}
+
+impl Default for DnsPeer {
+    fn default() -> Self {
+        Self {
+            namespace: "kube-system".into(),
+            pod_labels: BTreeMap::from([("k8s-app".to_owned(), "kube-dns".to_owned())]),
+            cidrs: Vec::new(),
+        }
+    }
+}
+
+/// Cluster-wide egress settings (chart values `network.*`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EgressDefaults {
+    /// The cluster's Pod and Service ranges, denied like the special ranges.
+    pub cluster_cidrs: Vec<Cidr>,
+    /// More ranges to deny to every session.
+    pub deny_cidrs: Vec<Cidr>,
+    /// The cluster's resolver.
+    pub dns: DnsPeer,
+}
+
+impl EgressDefaults {
+    /// Every denied range of one family, minus those another one covers, sorted.
+    pub fn denied(&self, v4: bool) -> Vec<Cidr> {
+        let special = SPECIAL_RANGES.iter().map(|c| c.parse::<Cidr>().expect("constant CIDR"));
+        let all: Vec<Cidr> = special
+            .chain(self.cluster_cidrs.iter().copied())
+            .chain(self.deny_cidrs.iter().copied())
+            .filter(|c| c.is_ipv4() == v4)
+            .collect();
+        let mut kept: Vec<Cidr> =
+            all.iter().copied().filter(|c| !all.iter().any(|o| o != c && o.contains(*c))).collect();
+        kept.sort();
+        kept.dedup();
+        kept
+    }
+}
+
+/// The egress rules of `egress`; `None` denies all egress.
+pub fn egress_rules(
+    egress: &Egress,
+    defaults: &EgressDefaults,
+) -> Result<Option<Vec<NetworkPolicyEgressRule>>, CidrError> {
+    let mut rules = Vec::new();
+    if egress.mode == EgressMode::DenyAll {
+        return Ok(None);
+    }
+    rules.push(dns_rule(&defaults.dns));
+    if egress.mode == EgressMode::Internet {
+        for v4 in [true, false] {
+            let except = defaults.denied(v4);
+            let everything = Cidr::everything(v4);
+            // A deny list that covers the whole family leaves nothing to allow.
+            if except.contains(&everything) {
+                continue;
+            }
+            rules.push(NetworkPolicyEgressRule { to: Some(vec![ip_block(everything, &except)]), ports: None });
+        }
+    }
+    let mut to: Vec<NetworkPolicyPeer> = Vec::new();
+    for text in &egress.allow_cidrs {
+        to.push(ip_block(text.parse()?, &[]));
+    }
+    to.extend(egress.allow_peers.iter().map(peer));
+    if !to.is_empty() {
+        rules.push(NetworkPolicyEgressRule { to: Some(to), ports: None });
+    }
+    Ok(Some(rules))
+}
+
+fn ip_block(cidr: Cidr, except: &[Cidr]) -> NetworkPolicyPeer {
+    NetworkPolicyPeer {
+        ip_block: Some(IPBlock {
+            cidr: cidr.to_string(),
+            except: (!except.is_empty()).then(|| except.iter().map(Cidr::to_string).collect()),
+        }),
+        ..NetworkPolicyPeer::default()
+    }
+}
+
+fn selector(labels: &BTreeMap<String, String>) -> LabelSelector {
+    LabelSelector { match_labels: (!labels.is_empty()).then(|| labels.clone()), ..LabelSelector::default() }
+}
+
+fn namespace_selector(namespace: &str) -> LabelSelector {
+    selector(&BTreeMap::from([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]))
+}
+
+/// Without a namespace the peer is in the session's own namespace, which a
+/// bare podSelector means.
+fn peer(p: &EgressPeer) -> NetworkPolicyPeer {
+    NetworkPolicyPeer {
+        namespace_selector: p.namespace.as_deref().map(namespace_selector),
+        pod_selector: Some(selector(&p.pod_labels)),
+        ..NetworkPolicyPeer::default()
+    }
+}
+
+fn dns_rule(dns: &DnsPeer) -> NetworkPolicyEgressRule {
+    let mut to = vec![NetworkPolicyPeer {
+        namespace_selector: Some(namespace_selector(&dns.namespace)),
+        pod_selector: Some(selector(&dns.pod_labels)),
+        ..NetworkPolicyPeer::default()
+    }];
+    to.extend(dns.cidrs.iter().map(|c| ip_block(*c, &[])));
+    let port = |protocol: &str| NetworkPolicyPort {
+        protocol: Some(protocol.into()),
+        port: Some(IntOrString::Int(53)),
+        end_port: None,
+    };
+    NetworkPolicyEgressRule { to: Some(to), ports: Some(vec![port("UDP"), port("TCP")]) }
+}
+
+/// What the browser may reach, in one line for the EgressPolicy condition.
+pub fn egress_summary(egress: &Egress, defaults: &EgressDefaults) -> String {
+    if egress.mode == EgressMode::DenyAll {
+        return "no egress at all; ingress denied".into();
+    }
+    let dns = &defaults.dns;
+    let labels: Vec<String> = dns.pod_labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut parts = vec![format!("DNS (port 53) to Pods {} in namespace {}", labels.join(","), dns.namespace)];
+    if !dns.cidrs.is_empty() {
+        parts.push(format!("DNS to {}", join(&dns.cidrs)));
+    }
+    if egress.mode == EgressMode::Internet {
+        let denied: Vec<Cidr> = defaults.denied(true).into_iter().chain(defaults.denied(false)).collect();
+        parts.push(format!("the internet except {}", join(&denied)));
+    }
+    if !egress.allow_cidrs.is_empty() {
+        parts.push(format!("allowed CIDRs {}", egress.allow_cidrs.join(", ")));
+    }
+    for p in &egress.allow_peers {
+        let labels: Vec<String> = p.pod_labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let pods = if labels.is_empty() { "all Pods".to_owned() } else { format!("Pods {}", labels.join(",")) };
+        let ns = p.namespace.as_deref().map_or("the session's namespace".to_owned(), |n| format!("namespace {n}"));
+        parts.push(format!("{pods} in {ns}"));
+    }
+    format!("egress to {}; ingress denied", parts.join("; "))
+}
+
+fn join(cidrs: &[Cidr]) -> String {
+    cidrs.iter().map(Cidr::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Denies all ingress to the session's Pod and limits its egress.
+pub fn network_policy(
+    bs: &BrowserSession,
+    id: &Identity,
+    defaults: &EgressDefaults,
+) -> Result<NetworkPolicy, CidrError> {
+    // `None`, not an empty list, for "no rule": the API server drops empty
+    // lists, which would make every apply a change and a watch event.
+    let egress = egress_rules(&bs.spec.network.egress, defaults)?;
+    Ok(NetworkPolicy {
         metadata: child_meta(id, &id.names.network_policy, "network-policy"),
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(LabelSelector {
                 match_labels: Some(pod_selector(&id.name)),
                 ..LabelSelector::default()
             }),
-            // No ingress rule at all (not an empty list, which the API
-            // server drops, making every apply a change and a watch event).
-            policy_types: Some(vec!["Ingress".into()]),
+            policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
             ingress: None,
-            ..NetworkPolicySpec::default()
+            egress,
         }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cidr(text: &str) -> Cidr {
+        text.parse().expect(text)
+    }
+
+    fn egress(value: serde_json::Value) -> Egress {
+        serde_json::from_value(value).expect("egress")
+    }
+
+    fn rules(value: serde_json::Value, defaults: &EgressDefaults) -> Option<Vec<NetworkPolicyEgressRule>> {
+        egress_rules(&egress(value), defaults).expect("rules")
+    }
+
+    fn blocks(rule: &NetworkPolicyEgressRule) -> Vec<(String, Vec<String>)> {
+        rule.to
+            .iter()
+            .flatten()
+            .filter_map(|p| p.ip_block.clone())
+            .map(|b| (b.cidr, b.except.unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn cidrs_parse_canonical_forms_only() {
+        assert_eq!(cidr("10.96.0.0/12").to_string(), "10.96.0.0/12");
+        assert_eq!(cidr("2001:db8::/32").to_string(), "2001:db8::/32");
+        assert_eq!(cidr("0.0.0.0/0"), Cidr::everything(true));
+        assert_eq!(cidr("::/0"), Cidr::everything(false));
+        assert_eq!(cidr("10.0.0.1/32").to_string(), "10.0.0.1/32");
+        assert_eq!(
+            "10.96.0.1/12".parse::<Cidr>(),
+            Err(CidrError::NotCanonical { given: "10.96.0.1/12".into(), canonical: "10.96.0.0/12".into() })
+        );
+        assert_eq!("10.0.0.0/33".parse::<Cidr>(), Err(CidrError::Prefix("10.0.0.0/33".into())));
+        assert_eq!("fe80::/129".parse::<Cidr>(), Err(CidrError::Prefix("fe80::/129".into())));
+        for bad in ["10.0.0.0", "10.0.0/8", "x/8", "10.0.0.0/-1", "10.0.0.0/8/1", ""] {
+            assert_eq!(bad.parse::<Cidr>(), Err(CidrError::Syntax(bad.into())), "{bad}");
+        }
+        // Non-canonical IPv6 spellings are refused with the spelling to use.
+        let err = "2001:DB8::/32".parse::<Cidr>().expect_err("upper case");
+        assert_eq!(err.to_string(), "\"2001:DB8::/32\" has address bits beyond its prefix: write 2001:db8::/32");
+    }
+
+    #[test]
+    fn containment_respects_family_and_prefix() {
+        assert!(cidr("10.0.0.0/8").contains(cidr("10.96.0.0/12")));
+        assert!(cidr("10.0.0.0/8").contains(cidr("10.0.0.0/8")));
+        assert!(!cidr("10.96.0.0/12").contains(cidr("10.0.0.0/8")));
+        assert!(!cidr("10.0.0.0/8").contains(cidr("11.0.0.0/8")));
+        assert!(Cidr::everything(true).contains(cidr("1.2.3.4/32")));
+        assert!(!Cidr::everything(true).contains(cidr("::1/128")));
+        assert!(cidr("fc00::/7").contains(cidr("fd12:3456::/32")));
+        assert!(!cidr("fc00::/7").contains(cidr("fe80::/10")));
+    }
+
+    #[test]
+    fn the_default_denies_every_special_range_and_the_cluster() {
+        let defaults = EgressDefaults {
+            cluster_cidrs: vec![cidr("10.244.0.0/16"), cidr("192.0.2.0/24"), cidr("fd00:10::/64")],
+            deny_cidrs: vec![cidr("198.51.100.0/24"), cidr("2001:db8::/32")],
+            dns: DnsPeer::default(),
+        };
+        let r = rules(json!({}), &defaults).expect("some egress");
+        assert_eq!(r.len(), 3);
+        // 1: DNS to the cluster resolver only, UDP and TCP 53.
+        let dns = &r[0];
+        let ports: Vec<(Option<String>, Option<IntOrString>)> =
+            dns.ports.iter().flatten().map(|p| (p.protocol.clone(), p.port.clone())).collect();
+        assert_eq!(
+            ports,
+            [(Some("UDP".into()), Some(IntOrString::Int(53))), (Some("TCP".into()), Some(IntOrString::Int(53)))]
+        );
+        let to = dns.to.as_ref().expect("to");
+        assert_eq!(to.len(), 1);
+        let ns = to[0].namespace_selector.as_ref().and_then(|s| s.match_labels.clone()).expect("ns");
+        assert_eq!(ns, BTreeMap::from([(NAMESPACE_NAME_LABEL.to_owned(), "kube-system".to_owned())]));
+        let pods = to[0].pod_selector.as_ref().and_then(|s| s.match_labels.clone()).expect("pods");
+        assert_eq!(pods, BTreeMap::from([("k8s-app".to_owned(), "kube-dns".to_owned())]));
+        // 2, 3: the internet of each family, without the denied ranges.
+        // 10.244.0.0/16 is inside 10.0.0.0/8, so it is not listed twice.
+        assert_eq!(
+            blocks(&r[1]),
+            [(
+                "0.0.0.0/0".to_owned(),
+                [
+                    "10.0.0.0/8",
+                    "100.64.0.0/10",
+                    "127.0.0.0/8",
+                    "169.254.0.0/16",
+                    "172.16.0.0/12",
+                    "192.0.2.0/24",
+                    "192.168.0.0/16",
+                    "198.51.100.0/24"
+                ]
+                .map(String::from)
+                .to_vec()
+            )]
+        );
+        assert_eq!(
+            blocks(&r[2]),
+            [("::/0".to_owned(), ["::1/128", "2001:db8::/32", "fc00::/7", "fe80::/10"].map(String::from).to_vec())]
+        );
+        assert!(r[1].ports.is_none() && r[2].ports.is_none(), "every port of the internet");
+    }
+
+    #[test]
+    fn every_special_range_is_denied_by_default() {
+        let defaults = EgressDefaults::default();
+        let denied: Vec<Cidr> = defaults.denied(true).into_iter().chain(defaults.denied(false)).collect();
+        for special in SPECIAL_RANGES {
+            assert!(denied.iter().any(|d| d.contains(cidr(special))), "{special} not denied");
+        }
+        for metadata in ["169.254.169.254/32", "fd00:ec2::254/128", "100.100.100.200/32", "127.0.0.1/32"] {
+            assert!(denied.iter().any(|d| d.contains(cidr(metadata))), "{metadata} not denied");
+        }
+        for public in ["1.1.1.1/32", "8.8.8.0/24", "2606:4700::/32", "172.32.0.0/16", "100.128.0.0/16"] {
+            assert!(!denied.iter().any(|d| d.contains(cidr(public))), "{public} denied");
+        }
+    }
+
+    #[test]
+    fn a_deny_list_covering_a_family_drops_that_family() {
+        let defaults = EgressDefaults { deny_cidrs: vec![cidr("0.0.0.0/0")], ..EgressDefaults::default() };
+        let r = rules(json!({"mode": "Internet"}), &defaults).expect("egress");
+        assert_eq!(r.len(), 2, "DNS and IPv6 only: {r:?}");
+        assert_eq!(blocks(&r[1])[0].0, "::/0");
+    }
+
+    #[test]
+    fn allow_lists_add_cidrs_and_peers() {
+        let r = rules(
+            json!({"allowCIDRs": ["10.244.0.17/32", "fd00::/8"], "allowPeers": [
+                {"namespace": "fixtures", "podLabels": {"app": "web"}},
+                {"podLabels": {"app": "api", "tier": "x"}},
+                {"namespace": "shared"}
+            ]}),
+            &EgressDefaults::default(),
+        )
+        .expect("egress");
+        assert_eq!(r.len(), 4);
+        let allow = &r[3];
+        assert!(allow.ports.is_none());
+        assert_eq!(
+            blocks(allow),
+            [("10.244.0.17/32".to_owned(), vec![]), ("fd00::/8".to_owned(), vec![])],
+            "allow-listed CIDRs carry no exceptions"
+        );
+        let to = allow.to.as_ref().expect("to");
+        assert_eq!(to.len(), 5);
+        let ns = |p: &NetworkPolicyPeer| p.namespace_selector.as_ref().map(|s| s.match_labels.clone());
+        let pods = |p: &NetworkPolicyPeer| p.pod_selector.as_ref().map(|s| s.match_labels.clone());
+        assert_eq!(ns(&to[2]), Some(Some(BTreeMap::from([(NAMESPACE_NAME_LABEL.into(), "fixtures".into())]))));
+        assert_eq!(pods(&to[2]), Some(Some(BTreeMap::from([("app".into(), "web".into())]))));
+        assert_eq!(ns(&to[3]), None, "no namespace: the session's own");
+        assert_eq!(pods(&to[3]).flatten().map(|l| l.len()), Some(2));
+        assert_eq!(pods(&to[4]), Some(None), "no labels: every Pod of the namespace");
+    }
+
+    #[test]
+    fn allow_list_only_keeps_dns_and_the_lists() {
+        let r = rules(json!({"mode": "AllowListOnly", "allowCIDRs": ["203.0.113.0/24"]}), &EgressDefaults::default())
+            .expect("egress");
+        assert_eq!(r.len(), 2);
+        assert!(r[0].ports.is_some(), "DNS first");
+        assert_eq!(blocks(&r[1]), [("203.0.113.0/24".to_owned(), vec![])]);
+        let only_dns = rules(json!({"mode": "AllowListOnly"}), &EgressDefaults::default()).expect("egress");
+        assert_eq!(only_dns.len(), 1);
+    }
+
+    #[test]
+    fn deny_all_has_no_egress_rule() {
+        assert_eq!(rules(json!({"mode": "DenyAll"}), &EgressDefaults::default()), None);
+    }
+
+    #[test]
+    fn dns_cidrs_join_the_dns_rule() {
+        let defaults = EgressDefaults {
+            dns: DnsPeer { cidrs: vec![cidr("169.254.20.10/32")], ..DnsPeer::default() },
+            ..EgressDefaults::default()
+        };
+        let r = rules(json!({}), &defaults).expect("egress");
+        assert_eq!(blocks(&r[0]), [("169.254.20.10/32".to_owned(), vec![])]);
+        assert!(egress_summary(&egress(json!({})), &defaults).contains("DNS to 169.254.20.10/32"));
+    }
+
+    #[test]
+    fn a_bad_allow_cidr_is_an_error_naming_the_fix() {
+        let err = egress_rules(&egress(json!({"allowCIDRs": ["10.0.0.1/8"]})), &EgressDefaults::default())
+            .expect_err("not canonical");
+        assert_eq!(err, CidrError::NotCanonical { given: "10.0.0.1/8".into(), canonical: "10.0.0.0/8".into() });
+    }
+
+    #[test]
+    fn the_summary_says_what_the_browser_may_reach() {
+        let defaults = EgressDefaults { cluster_cidrs: vec![cidr("10.96.0.0/12")], ..EgressDefaults::default() };
+        let internet = egress_summary(
+            &egress(
+                json!({"allowCIDRs": ["10.1.0.0/16"], "allowPeers": [{"namespace": "f", "podLabels": {"app": "x"}}, {}]}),
+            ),
+            &defaults,
+        );
+        assert_eq!(
+            internet,
+            "egress to DNS (port 53) to Pods k8s-app=kube-dns in namespace kube-system; the internet except \
+             10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, 192.168.0.0/16, ::1/128, \
+             fc00::/7, fe80::/10; allowed CIDRs 10.1.0.0/16; Pods app=x in namespace f; all Pods in the session's \
+             namespace; ingress denied"
+        );
+        let only = egress_summary(&egress(json!({"mode": "AllowListOnly"})), &defaults);
+        assert!(!only.contains("internet"), "{only}");
+        assert_eq!(egress_summary(&egress(json!({"mode": "DenyAll"})), &defaults), "no egress at all; ingress denied");
     }
 }

@@ -183,7 +183,7 @@ fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>
     if let Some(auth) = &spec.auth_state {
         let key = auth.secret_ref.key.clone().unwrap_or_else(|| AUTH_STATE_FILE.to_owned());
         // Group-readable through fsGroup only; the runtime copies it into its
-        // 0700 namespace (0600) before `state-load`.
+        // 0700 namespace (0600) for `state-load` and removes the copy after.
         let items = vec![KeyToPath { key, path: AUTH_STATE_FILE.into(), mode: Some(0o440) }];
         vols.push(secret_volume("auth-state", &auth.secret_ref.name, Some(items), 0o440));
         browser.push(mount("auth-state", AUTH_STATE_DIR, true));
@@ -285,6 +285,7 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             tolerations: pod_settings.tolerations,
             affinity: pod_settings.affinity,
             priority_class_name: pod_settings.priority_class_name,
+            runtime_class_name: pod_settings.runtime_class_name,
             security_context: Some(PodSecurityContext {
                 run_as_non_root: Some(true),
                 run_as_user: Some(settings.run_as_user),

@@ -250,11 +250,12 @@ fn viewer_service_pins_port_and_disabled_viewer_has_none() {
 }
 
 #[test]
-fn network_policy_denies_all_ingress_to_the_pod() {
+fn network_policy_denies_all_ingress_to_the_pod_and_limits_egress() {
     let np = build(&minimal()).network_policy;
     let spec = np.spec.expect("spec");
-    assert_eq!(spec.policy_types, Some(vec!["Ingress".into()]));
+    assert_eq!(spec.policy_types, Some(vec!["Ingress".into(), "Egress".into()]));
     assert_eq!(spec.ingress, None, "no rule: deny all");
+    assert_eq!(spec.egress.map(|e| e.len()), Some(3), "DNS, IPv4 internet, IPv6 internet");
     let sel = spec.pod_selector.and_then(|s| s.match_labels).expect("sel");
     assert_eq!(sel, pod_selector("demo"));
 }
@@ -319,7 +320,8 @@ fn scheduling_and_resources_are_passed_through() {
         "imagePullSecrets": [{"name": "reg"}],
         "pod": {"nodeSelector": {"pool": "browsers"}, "shmSize": "2Gi",
             "tolerations": [{"key": "k", "operator": "Exists"}],
-            "resources": {"limits": {"memory": "2Gi"}}, "serviceAccountName": "agent-sa"}}));
+            "resources": {"limits": {"memory": "2Gi"}}, "serviceAccountName": "agent-sa",
+            "runtimeClassName": "gvisor"}}));
     let c = build(&bs);
     let spec = c.pod.spec.clone().expect("spec");
     assert_eq!(spec.node_selector.expect("ns")["pool"], "browsers");
@@ -327,6 +329,8 @@ fn scheduling_and_resources_are_passed_through() {
     assert_eq!(spec.image_pull_secrets.expect("ps")[0].name, "reg");
     assert_eq!(spec.service_account_name.as_deref(), Some("agent-sa"));
     assert_eq!(spec.automount_service_account_token, Some(true));
+    assert_eq!(spec.runtime_class_name.as_deref(), Some("gvisor"));
+    assert_eq!(build(&minimal()).pod.spec.expect("spec").runtime_class_name, None, "the cluster default otherwise");
     let b = browser(&c.pod);
     assert_eq!(b.image_pull_policy.as_deref(), Some("Never"));
     assert_eq!(b.resources.as_ref().and_then(|r| r.limits.clone()).expect("l")["memory"].0, "2Gi");

@@ -11,7 +11,7 @@ use playpen_api::text::{condition_reason, truncate, CONDITION_MESSAGE_MAX_BYTES}
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode, ViewerStatus};
 use playpen_api::BrowserSession;
 
-use crate::build::Identity;
+use crate::build::{egress_summary, EgressDefaults, Identity};
 use crate::recovery::{self, Recovery};
 use crate::validate::MissingReference;
 
@@ -225,8 +225,14 @@ pub fn port_forward_command(namespace: &str, service: &str, port: i32) -> String
     format!("kubectl -n {namespace} port-forward svc/{service} {port}:{port}")
 }
 
-/// The whole status of `bs` given what we observed.
-pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: Timestamp) -> BrowserSessionStatus {
+/// The whole status of `bs` given what we observed and the cluster's egress settings.
+pub fn compute(
+    bs: &BrowserSession,
+    id: &Identity,
+    observed: Observed<'_>,
+    egress: &EgressDefaults,
+    now: Timestamp,
+) -> BrowserSessionStatus {
     let spec = &bs.spec;
     let resolved = match observed.missing.first() {
         None => Cond::new(condition::CONFIG_RESOLVED, true, "Resolved", "every referenced object exists"),
@@ -312,6 +318,10 @@ pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: 
             "Chromium's sandbox is off because spec.sandbox is Disabled; renderers share the browser's privileges",
         ),
     };
+    // True whatever the mode: the condition says which policy the operator
+    // applied; whether the cluster's network plugin enforces it is its own.
+    let mode = spec.network.egress.mode;
+    let egress = Cond::new(condition::EGRESS_POLICY, true, mode.as_str(), egress_summary(&spec.network.egress, egress));
     let ready_ok = resolved.ok && browser.ok && (viewer.ok || !spec.viewer.enabled);
     let ready = if ready_ok {
         Cond::new(
@@ -325,7 +335,7 @@ pub fn compute(bs: &BrowserSession, id: &Identity, observed: Observed<'_>, now: 
         Cond::new(condition::READY, false, first.reason.clone(), first.message.clone())
     };
     let generation = bs.metadata.generation;
-    let conditions = [ready, resolved, scheduled, browser, viewer, sandbox]
+    let conditions = [ready, resolved, scheduled, browser, viewer, sandbox, egress]
         .into_iter()
         .map(|c| settle(c, previous, generation, now))
         .collect();

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::{compute, Observed};
-use crate::build::Identity;
+use crate::build::{EgressDefaults, Identity};
 use crate::recovery::Recovery;
 
 /// Text as a Pod could write it: short words, any Unicode, or long runs
@@ -145,8 +145,9 @@ proptest! {
         let bs = session(previous, sandbox_disabled, viewer);
         let id = Identity::of(&bs).expect("identity");
         let now = "2026-11-29T12:00:00Z".parse().expect("ts");
-        let status = compute(&bs, &id, Observed { missing: &[], pod: pod.as_ref(), recovery: &recovery }, now);
-        prop_assert_eq!(status.conditions.len(), 6);
+        let observed = Observed { missing: &[], pod: pod.as_ref(), recovery: &recovery };
+        let status = compute(&bs, &id, observed, &EgressDefaults::default(), now);
+        prop_assert_eq!(status.conditions.len(), 7, "one of each condition type");
         for c in &status.conditions {
             prop_assert!(is_condition_reason(&c.reason), "reason {:?} of {}", c.reason, c.type_);
             prop_assert!(c.message.len() <= CONDITION_MESSAGE_MAX_BYTES, "{} bytes in {}", c.message.len(), c.type_);

@@ -8,7 +8,7 @@ use playpen_api::BrowserSession;
 use serde_json::{json, Value};
 
 use super::{compute, Observed};
-use crate::build::Identity;
+use crate::build::{EgressDefaults, Identity};
 use crate::recovery::Recovery;
 use crate::validate::MissingReference;
 
@@ -41,7 +41,7 @@ fn now() -> Timestamp {
 
 fn run(bs: &BrowserSession, missing: &[MissingReference], pod: Option<&Pod>) -> BrowserSessionStatus {
     let id = Identity::of(bs).expect("id");
-    compute(bs, &id, Observed { missing, pod, recovery: &Recovery::None }, now())
+    compute(bs, &id, Observed { missing, pod, recovery: &Recovery::None }, &EgressDefaults::default(), now())
 }
 
 fn cond<'a>(s: &'a BrowserSessionStatus, t: &str) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
@@ -187,7 +187,8 @@ fn transition_time_is_kept_while_status_is_unchanged() {
     let mut bs = session(json!({"image": "i"}));
     let earlier: Timestamp = "2026-11-29T11:00:00Z".parse().expect("ts");
     let id = Identity::of(&bs).expect("id");
-    bs.status = Some(compute(&bs, &id, Observed { missing: &[], pod: None, recovery: &Recovery::None }, earlier));
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None };
+    bs.status = Some(compute(&bs, &id, observed, &EgressDefaults::default(), earlier));
     let s = run(&bs, &[], None);
     assert_eq!(cond(&s, condition::READY).last_transition_time, Time(earlier));
     let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
@@ -207,8 +208,8 @@ fn running(ready: bool, restarts: i32) -> Pod {
 /// Reconciles `bs` against `pod` at `at`, keeping the status as the operator would.
 fn step(bs: &mut BrowserSession, pod: &Pod, at: &str) -> BrowserSessionStatus {
     let id = Identity::of(bs).expect("id");
-    let s =
-        compute(bs, &id, Observed { missing: &[], pod: Some(pod), recovery: &Recovery::None }, at.parse().expect("ts"));
+    let observed = Observed { missing: &[], pod: Some(pod), recovery: &Recovery::None };
+    let s = compute(bs, &id, observed, &EgressDefaults::default(), at.parse().expect("ts"));
     bs.status = Some(s.clone());
     s
 }
@@ -283,4 +284,17 @@ fn an_agent_sidecars_readiness_flip_is_not_a_browser_restart() {
     step(&mut bs, &with_agent("2026-11-29T12:00:01Z"), "2026-11-29T12:00:02Z");
     let s = step(&mut bs, &with_agent("2026-11-29T12:10:00Z"), "2026-11-29T12:10:05Z");
     assert_eq!(cond(&s, condition::BROWSER_READY).reason, "Running");
+}
+
+#[test]
+fn the_egress_policy_in_force_is_a_condition() {
+    let default = run(&session(json!({"image": "i"})), &[], None);
+    let c = cond(&default, condition::EGRESS_POLICY);
+    assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "Internet"));
+    assert!(c.message.contains("the internet except 10.0.0.0/8") && c.message.ends_with("ingress denied"), "{c:?}");
+    let deny = run(&session(json!({"image": "i", "network": {"egress": {"mode": "DenyAll"}}})), &[], None);
+    let c = cond(&deny, condition::EGRESS_POLICY);
+    assert_eq!((c.reason.as_str(), c.message.as_str()), ("DenyAll", "no egress at all; ingress denied"));
+    // The policy says nothing about readiness.
+    assert_eq!(cond(&deny, condition::READY).status, cond(&default, condition::READY).status);
 }
