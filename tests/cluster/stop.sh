@@ -217,6 +217,12 @@ stop_node_tier() {
   if [[ -f "$f" ]]; then
     while read -r key val; do
       [[ -n "$key" ]] || continue
+      # Docker Engine, which this script did not start, needs forwarding for
+      # its bridge networks: never turn it off under a running dockerd.
+      if [[ "$key" == net.ipv4.ip_forward && "$val" == 0 ]] && pgrep -x dockerd >/dev/null; then
+        log "leaving net.ipv4.ip_forward=1: Docker Engine is running and needs it"
+        continue
+      fi
       if [[ "$(sysctl -n "$key" 2>/dev/null)" != "$val" ]]; then
         sysctl -qw "${key}=${val}" && log "restored sysctl ${key}=${val}"
       fi

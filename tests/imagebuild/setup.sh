@@ -51,6 +51,13 @@ if ! engine_up; then
   engine_up || { log "ERROR: dockerd did not answer on $SOCK within 60 s; see $DOCKERD_LOG"; exit 1; }
 fi
 log "Docker Engine $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
+# dockerd turns IP forwarding on when it starts, but something may have turned
+# it off since (an older cluster stop script restored a saved 0): without it,
+# builds hang on apt's retries instead of reaching the mirror.
+if [[ "$(sysctl -n net.ipv4.ip_forward 2>/dev/null)" != 1 ]]; then
+  log "net.ipv4.ip_forward is off; Docker Engine's bridge needs it: sysctl -w net.ipv4.ip_forward=1"
+  sysctl -qw net.ipv4.ip_forward=1
+fi
 
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
   root="$(mktemp -d /var/tmp/playpen-debootstrap.XXXXXX)"
