@@ -196,17 +196,48 @@ async fn push_sends_credentials_from_the_environment_and_records_the_digest_the_
     assert!(repo_digests.contains(&report.pinned), "{repo_digests:?}");
 
     // 6. The secret is nowhere: progress lines, errors, and everything logged at TRACE
-    //    (including bollard's own request logging).
-    let basic = {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"))
-    };
+    //    (including bollard's own request logging), in any encoding: plain, and
+    //    inside any base64 text in either alphabet, which covers the basic-auth
+    //    header and the base64url JSON of Docker's X-Registry-Auth header.
     let log = captured.text();
     assert!(log.contains("pushing") && log.contains("/push"), "the capture works:\n{log}");
     let everything = format!("{log}\n{}\n{}", lines.join("\n"), errors.join("\n"));
-    for secret in [password.as_str(), basic.as_str()] {
-        assert!(!everything.contains(secret), "a credential leaked into the log output");
+    let x_registry_auth = {
+        use base64::Engine as _;
+        let json = serde_json::json!({"username": username, "password": password, "serveraddress": addr});
+        base64::engine::general_purpose::URL_SAFE.encode(json.to_string())
+    };
+    assert!(
+        base64_forms(&password).iter().any(|form| x_registry_auth.contains(form.as_str())),
+        "the search finds the password inside an X-Registry-Auth value"
+    );
+    assert!(!everything.contains(password.as_str()), "the password leaked into the log output");
+    for form in base64_forms(&password) {
+        assert!(!everything.contains(&form), "the password leaked, base64-encoded, into the log output");
     }
 
     engine.remove_image(&reference).await.unwrap();
+}
+
+/// What `secret` looks like inside any base64 text, in the standard and the
+/// URL-safe alphabet, at each of the three byte offsets it can start at: the
+/// characters of its encoding that do not depend on the bytes around it.
+fn base64_forms(secret: &str) -> Vec<String> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+    use base64::Engine as _;
+    let mut forms = Vec::new();
+    for engine in [&STANDARD, &URL_SAFE] {
+        for offset in 0..3 {
+            let mut bytes = vec![0u8; offset];
+            bytes.extend_from_slice(secret.as_bytes());
+            let encoded = engine.encode(&bytes);
+            // Character i holds bits 6i..6i+6: keep those wholly inside the secret.
+            let start = (4 * offset).div_ceil(3);
+            let end = 4 * (offset + secret.len()) / 3;
+            if end > start + 4 {
+                forms.push(encoded[start..end].to_owned());
+            }
+        }
+    }
+    forms
 }
