@@ -16,7 +16,8 @@ log() { printf '[%s %s] %s\n' "$(date +%H:%M:%S)" "$(basename "$0")" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 # ensure_cmds CMD:DEBIAN_PACKAGE ... — apt-get install only the packages whose command is
-# missing. CMD may be an absolute path (e.g. /usr/lib/cni/bridge).
+# missing. CMD may be an absolute path (e.g. /usr/lib/cni/bridge). Every apt-get here
+# waits for the dpkg lock (another setup script, unattended-upgrades) instead of failing.
 ensure_cmds() {
   local missing=() spec
   for spec in "$@"; do
@@ -27,8 +28,8 @@ ensure_cmds() {
   local sudo=()
   [[ $(id -u) -eq 0 ]] || sudo=(sudo)
   log "installing missing packages: ${missing[*]}"
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+  "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 }
 
 # ---- cluster state (start.sh / stop.sh) --------------------------------------

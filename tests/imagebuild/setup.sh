@@ -21,11 +21,11 @@ apt_updated=0
 apt_install() {
   if [[ $apt_updated == 0 ]]; then
     log "apt-get update"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
     apt_updated=1
   fi
   log "apt-get install $*"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 if ! command -v dockerd >/dev/null; then

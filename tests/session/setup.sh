@@ -16,8 +16,8 @@ log() { printf '[%s session/setup.sh] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 if [[ ! -x /usr/bin/chromium ]]; then
   log "installing Debian's chromium"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2
-  apt-get install -y -qq chromium >&2
+  apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >&2
 fi
 
 node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"

@@ -4,6 +4,7 @@
 
 pub mod layout;
 pub mod naming;
+pub mod quantity;
 pub mod runtime_config;
 pub mod text;
 pub mod v1alpha1;

@@ -31,15 +31,36 @@ pub struct RuntimeConfig {
     pub snapshot_max_age_seconds: i64,
     /// Snapshot retention by count.
     pub snapshot_max_count: i32,
+    /// The snapshot volume's size as the spec states it (an emptyDir's size
+    /// limit, a created claim's size); absent for an existing claim, whose
+    /// filesystem the runtime measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_volume_bytes: Option<u64>,
+    /// `spec.snapshots.retention.maxTotalSize` in bytes, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_max_total_bytes: Option<u64>,
     /// Close the session after this long without an agent command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_seconds: Option<i64>,
-    /// Close the session this long after the browser started.
+    /// Close the session this long after it started (`sessionStartedAt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_lifetime_seconds: Option<i64>,
+    /// When the session started (the BrowserSession's creation, RFC 3339):
+    /// the maximum lifetime counts from here, not from this container's or
+    /// this Pod's start, so a restart or a replacement Pod does not extend it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_started_at: Option<String>,
     /// A `state-save` file to `state-load` once the browser is open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_state_file: Option<String>,
+}
+
+impl RuntimeConfig {
+    /// `sessionStartedAt` as a time; `None` when absent or not RFC 3339.
+    pub fn session_started(&self) -> Option<std::time::SystemTime> {
+        let text = self.session_started_at.as_deref()?;
+        text.parse::<k8s_openapi::jiff::Timestamp>().ok().map(std::time::SystemTime::from)
+    }
 }
 
 /// What the runtime writes to its termination message when it exits with a
@@ -101,5 +122,19 @@ mod tests {
         assert!(r.message.len() <= REPORT_MESSAGE_MAX_BYTES && r.message.ends_with('…'));
         let raw = TerminationReport::parse(&"\u{0}x".repeat(3000));
         assert!(raw.message.len() <= REPORT_MESSAGE_MAX_BYTES);
+    }
+
+    #[test]
+    fn the_session_start_is_read_as_rfc_3339_or_not_at_all() {
+        let doc = |started: serde_json::Value| -> RuntimeConfig {
+            serde_json::from_value(serde_json::json!({"sessionName": "s", "socketsDir": "/a", "daemonSessionDir": "/b",
+                "launchConfig": "/c", "outputDir": "/d", "sandbox": "Enforced", "snapshotMaxAgeSeconds": 1,
+                "snapshotMaxCount": 1, "sessionStartedAt": started}))
+            .unwrap()
+        };
+        let at = doc("2026-12-01T08:00:00Z".into()).session_started().unwrap();
+        assert_eq!(at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs(), 1_796_112_000);
+        assert_eq!(doc("yesterday".into()).session_started(), None);
+        assert_eq!(doc(serde_json::Value::Null).session_started(), None);
     }
 }

@@ -181,8 +181,11 @@ pub(crate) mod tests {
             viewer_port: Some(9323),
             snapshot_max_age_seconds: 3600,
             snapshot_max_count: 500,
+            snapshot_volume_bytes: Some(1 << 30),
+            snapshot_max_total_bytes: None,
             idle_timeout_seconds: None,
             max_lifetime_seconds: None,
+            session_started_at: None,
             auth_state_file: None,
         }
     }

@@ -68,6 +68,23 @@ pub enum Fatal {
         /// The bind error.
         source: std::io::Error,
     },
+    /// The snapshot volume is full of files retention may not delete.
+    #[error(
+        "the snapshot volume {dir} is full: {used} bytes in use of {capacity} after retention (full at {full_at}); \
+         what is left is the snapshot the session printed last and files in subdirectories, which retention does \
+         not delete. Remedy: give the volume more room (spec.snapshots.volume.emptyDir.sizeLimit or the claim's \
+         size), or have the agent remove what it wrote in subdirectories"
+    )]
+    SnapshotVolumeFull {
+        /// The snapshot directory.
+        dir: PathBuf,
+        /// Bytes in use.
+        used: u64,
+        /// Bytes above which the volume counts as full.
+        full_at: u64,
+        /// The volume's size.
+        capacity: u64,
+    },
     /// The daemon could not be started at all (e.g. the CLI is not runnable).
     #[error("the playwright-cli daemon could not be started: {0}")]
     DaemonStart(String),
@@ -86,6 +103,7 @@ impl Fatal {
             Fatal::NoUsableSandbox { .. } => "NoUsableSandbox",
             Fatal::SandboxAsRoot { .. } => "SandboxRequiresNonRoot",
             Fatal::ViewerPortTaken { .. } => "ViewerPortTaken",
+            Fatal::SnapshotVolumeFull { .. } => "SnapshotVolumeFull",
             Fatal::DaemonStart(_) => "DaemonStartFailed",
         }
     }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use playpen_api::runtime_config::RuntimeConfig;
 use tokio::signal::unix::{signal, SignalKind};
@@ -108,6 +108,14 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "runtime started");
     let prepared = prepare(opts)?;
     let config = &prepared.config;
+    // A replacement Pod or a restarted container of a session whose lifetime
+    // is over: the session ended; starting a browser to close it helps no one.
+    if lifetime_left(config.session_started(), config.max_lifetime_seconds, SystemTime::now(), SystemTime::now())
+        .is_some_and(|left| left.is_zero())
+    {
+        tracing::info!("maximum lifetime reached before this start: the session ended");
+        return Ok(());
+    }
     tracing::info!(session = %config.session_name, "start-up checks passed");
     // Claimed before any child starts, and held until the process exits.
     let listener = config.viewer_port.map(relay::bind_pinned).transpose()?;
@@ -164,10 +172,10 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
             stop_rx.clone(),
         )));
     }
-    tokio::spawn(retain(opts.config.clone().into(), config.clone(), opts.clone()));
+    let mut retention_task = tokio::spawn(retain(opts.config.clone().into(), config.clone(), opts.clone()));
     let idle = idle_reached(config, opts, state_rx.clone(), viewers);
 
-    let lifetime = lifetime_reached(opts.config.clone().into(), config.max_lifetime_seconds, opts.retention_interval());
+    let lifetime = lifetime_reached(opts.config.clone().into(), config.clone(), opts.retention_interval());
     let fatal = tokio::select! {
         joined = &mut daemon_task => match joined {
             Ok(Ok(())) => { tracing::info!("the session ended"); None }
@@ -177,6 +185,10 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         _ = sigterm.recv() => { tracing::info!("SIGTERM: closing the session"); None }
         _ = sigint.recv() => { tracing::info!("SIGINT: closing the session"); None }
         () = lifetime => { tracing::info!("maximum lifetime reached: closing the session"); None }
+        full = &mut retention_task => match full {
+            Ok(full) => Some(full),
+            Err(join) => Some(Fatal::DaemonStart(format!("snapshot retention failed: {join}"))),
+        },
         timeout = idle => {
             tracing::info!(?timeout, "idle timeout: no client used the session for that long; the session ended, closing it");
             None
@@ -243,46 +255,126 @@ fn idle_reached(
     }
 }
 
-/// Resolves once the session has run for `maxLifetimeSeconds`, re-read from
-/// `runtime.json` every `every` (a ConfigMap change applies while running).
-async fn lifetime_reached(config_path: PathBuf, mut max: Option<i64>, every: Duration) {
-    let started = tokio::time::Instant::now();
+/// How long the session may still run: `max_seconds` from `started` (this
+/// process's own start when unknown), at `now`. `None` is no limit.
+pub fn lifetime_left(
+    started: Option<SystemTime>,
+    max_seconds: Option<i64>,
+    process_start: SystemTime,
+    now: SystemTime,
+) -> Option<Duration> {
+    let max = Duration::from_secs(u64::try_from(max_seconds?).ok()?);
+    let ran = now.duration_since(started.unwrap_or(process_start)).unwrap_or(Duration::ZERO);
+    Some(max.saturating_sub(ran))
+}
+
+/// Resolves once the session has run for `maxLifetimeSeconds` since it
+/// started (`sessionStartedAt`, so a restarted container or a replacement
+/// Pod does not get a fresh lifetime), re-read from `runtime.json` every
+/// `every` (a ConfigMap change applies while running).
+async fn lifetime_reached(config_path: PathBuf, mut config: RuntimeConfig, every: Duration) {
+    let process_start = SystemTime::now();
     loop {
-        let limit = max.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs);
-        let wake = match limit {
-            Some(limit) if started.elapsed() >= limit => return,
-            Some(limit) => (limit - started.elapsed()).min(every),
+        let left =
+            lifetime_left(config.session_started(), config.max_lifetime_seconds, process_start, SystemTime::now());
+        let wake = match left {
+            Some(left) if left.is_zero() => return,
+            Some(left) => left.min(every),
             None => every,
         };
         tokio::time::sleep(wake).await;
         if let Ok(fresh) = load(&config_path) {
-            max = fresh.max_lifetime_seconds;
+            config = fresh;
         }
     }
 }
 
-/// Prunes the snapshot directory on a schedule, re-reading the policy from
-/// `runtime.json` each time (the kubelet refreshes the ConfigMap in place).
-async fn retain(config_path: PathBuf, mut config: RuntimeConfig, opts: Options) {
+/// How long after a write the size budget is checked (writes come in bursts).
+const WRITE_SETTLE: Duration = Duration::from_millis(300);
+
+/// Prunes the snapshot directory at start, on a schedule and soon after each
+/// write, re-reading the policy from `runtime.json` each time (the kubelet
+/// refreshes the ConfigMap in place). Returns only when the volume is full
+/// of what retention may not delete.
+async fn retain(config_path: PathBuf, mut config: RuntimeConfig, opts: Options) -> Fatal {
     let interval = opts.retention_interval();
     let grace = Duration::from_secs(opts.retention_grace_seconds);
+    let written = Arc::new(tokio::sync::Notify::new());
+    if let Err(err) = retention::watch_writes(Path::new(&config.output_dir), written.clone()) {
+        tracing::warn!(%err, "cannot watch the snapshot directory: the size budget is checked on the schedule only");
+    }
+    let mut first = true;
     loop {
-        tokio::time::sleep(interval).await;
-        match load(&config_path) {
-            Ok(fresh) => config = fresh,
-            Err(err) => tracing::warn!(%err, "keeping the previous retention policy"),
+        if !std::mem::take(&mut first) {
+            tokio::select! {
+                () = tokio::time::sleep(interval) => {}
+                () = written.notified() => tokio::time::sleep(WRITE_SETTLE).await,
+            }
+            match load(&config_path) {
+                Ok(fresh) => config = fresh,
+                Err(err) => tracing::warn!(%err, "keeping the previous retention policy"),
+            }
         }
+        let dir = PathBuf::from(&config.output_dir);
+        let size = retention::size_budget(
+            config.snapshot_volume_bytes,
+            retention::filesystem_bytes(&dir),
+            config.snapshot_max_total_bytes,
+        );
         let policy = Policy {
             max_age: Duration::from_secs(u64::try_from(config.snapshot_max_age_seconds).unwrap_or(u64::MAX)),
             max_count: usize::try_from(config.snapshot_max_count).unwrap_or(usize::MAX),
             grace,
+            size,
         };
-        let dir = PathBuf::from(&config.output_dir);
-        match tokio::task::spawn_blocking(move || retention::prune(&dir, policy)).await {
-            Ok(Ok(0)) => {}
-            Ok(Ok(n)) => tracing::info!(deleted = n, "snapshot retention"),
+        let pass_dir = dir.clone();
+        match tokio::task::spawn_blocking(move || retention::prune(&pass_dir, policy)).await {
+            Ok(Ok(outcome)) => {
+                if outcome.deleted > 0 {
+                    tracing::info!(deleted = outcome.deleted, kept_bytes = outcome.kept_bytes, "snapshot retention");
+                }
+                for path in &outcome.young {
+                    tracing::warn!(path = %path.display(), "deleted a file still being written: it would have filled the snapshot volume");
+                }
+                if let (true, Some(size)) = (outcome.full, size) {
+                    return Fatal::SnapshotVolumeFull {
+                        dir,
+                        used: outcome.kept_bytes,
+                        full_at: size.full_at,
+                        capacity: size.capacity,
+                    };
+                }
+            }
             Ok(Err(err)) => tracing::warn!(%err, "snapshot retention failed"),
             Err(err) => tracing::warn!(%err, "snapshot retention task failed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lifetime_left;
+    use std::time::{Duration, SystemTime};
+
+    /// `minutes` past 08:00 on some day.
+    fn at(minutes: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_112_000 + minutes * 60)
+    }
+
+    #[test]
+    fn the_lifetime_counts_from_the_session_start_not_the_process_start() {
+        // A container restarted 50 minutes into a one-hour session has 10 minutes left, not an hour.
+        assert_eq!(lifetime_left(Some(at(0)), Some(3600), at(50), at(50)), Some(Duration::from_secs(600)));
+        assert_eq!(lifetime_left(Some(at(0)), Some(3600), at(50), at(70)), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn without_a_start_the_process_start_counts_and_without_a_limit_nothing() {
+        let now = at(0) + Duration::from_secs(30);
+        assert_eq!(lifetime_left(None, Some(60), at(0), now), Some(Duration::from_secs(30)));
+        assert_eq!(lifetime_left(Some(at(0)), None, at(0), now), None);
+        assert_eq!(lifetime_left(None, Some(-5), at(0), now), None, "admission refuses it; the runtime ignores it");
+        // A start in the future (clock skew) leaves the whole lifetime.
+        assert_eq!(lifetime_left(Some(at(60)), Some(60), at(0), now), Some(Duration::from_secs(60)));
     }
 }

@@ -343,3 +343,129 @@ fn a_maximum_lifetime_lowered_while_running_ends_the_session_with_exit_0() {
     assert!(session.log().contains("Browser 'lifetime' closed"), "closed through the CLI:\n{}", session.log());
     assert!(session.processes().is_empty());
 }
+
+/// An RFC 3339 UTC time `secs_ago` seconds before now, as the operator writes `sessionStartedAt`.
+fn rfc3339_ago(secs_ago: u64) -> String {
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("{secs_ago} seconds ago"), "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .expect("date runs");
+    String::from_utf8(out.stdout).expect("date prints UTF-8").trim().to_owned()
+}
+
+#[test]
+fn a_session_whose_lifetime_ended_before_this_start_completes_at_once_without_a_browser() {
+    // What a replacement Pod (or a restarted container) of a session created two hours ago sees.
+    let mut session = Session::new("expired", None);
+    session.set_runtime_field("sessionStartedAt", rfc3339_ago(7200).into());
+    session.set_runtime_field("maxLifetimeSeconds", 3600.into());
+    let (code, report) = session.run_to_exit(Duration::from_secs(30));
+    assert_eq!(code, 0, "{}", session.log());
+    assert!(report.is_empty(), "an ended session writes no failure report: {report}");
+    assert!(session.log().contains("maximum lifetime reached before this start"), "{}", session.log());
+    assert!(!session.log().contains("daemon running"), "no browser was started:\n{}", session.log());
+    assert!(session.processes().is_empty());
+}
+
+#[test]
+fn a_restart_late_in_a_session_gets_only_what_is_left_of_its_lifetime() {
+    let mut session = Session::new("late", None);
+    // Created 55 s ago with a one-minute lifetime: about 5 s are left, not a minute.
+    session.set_runtime_field("sessionStartedAt", rfc3339_ago(55).into());
+    session.set_runtime_field("maxLifetimeSeconds", 60.into());
+    let started = Instant::now();
+    session.start();
+    let status = session.wait_exit(Duration::from_secs(40));
+    assert_eq!(status.code(), Some(0), "{}", session.log());
+    assert!(session.log().contains("maximum lifetime reached"), "{}", session.log());
+    assert!(started.elapsed() < Duration::from_secs(35), "ended after {:?}: the lifetime restarted", started.elapsed());
+    assert!(session.processes().is_empty());
+}
+
+fn volume_bytes(session: &Session) -> u64 {
+    fn walk(dir: &std::path::Path) -> u64 {
+        std::fs::read_dir(dir)
+            .expect("the snapshot directory is readable")
+            .flatten()
+            .map(|e| {
+                let meta = e.path().symlink_metadata().expect("stat");
+                let own = std::os::unix::fs::MetadataExt::blocks(&meta) * 512;
+                if meta.is_dir() {
+                    own + walk(&e.path())
+                } else {
+                    own
+                }
+            })
+            .sum()
+    }
+    walk(&session.path("snapshots"))
+}
+
+#[test]
+fn the_snapshot_volume_stays_under_its_size_budget_and_a_file_that_would_fill_it_goes_at_once() {
+    const MIB: u64 = 1 << 20;
+    let fixture = Fixture::start();
+    let mut session = Session::new("budget", None);
+    // An 8 MiB emptyDir: the budget is 80% (6.4 MiB), full is 95% (7.6 MiB).
+    session.set_runtime_field("snapshotVolumeBytes", (8 * MIB).into());
+    session.start();
+    session.wait_ready(Duration::from_secs(60));
+    let out = session.cli_ok(&["goto", &fixture.url("/")]);
+    let last_printed = snapshot_path(&session, &out);
+
+    // Old screenshots (well inside age and count) past the budget: the oldest go, the newest stay.
+    let old = std::time::SystemTime::now() - Duration::from_secs(600);
+    for i in 0..12u64 {
+        let p = session.path(&format!("snapshots/shot-{i:02}.png"));
+        std::fs::write(&p, vec![b'x'; MIB as usize]).unwrap();
+        std::fs::File::options().write(true).open(&p).unwrap().set_modified(old + Duration::from_secs(i)).unwrap();
+    }
+    wait_until("the size budget to be met", Duration::from_secs(10), || volume_bytes(&session) <= 8 * MIB * 8 / 10);
+    assert!(session.path("snapshots/shot-11.png").exists(), "the newest screenshot stays");
+    assert!(!session.path("snapshots/shot-00.png").exists(), "the oldest went");
+    assert!(last_printed.exists(), "the last-printed snapshot stays");
+
+    // A new file makes room for itself: older files go, the newest stay.
+    let recent = session.path("snapshots/recent.pdf");
+    std::fs::write(&recent, vec![b'r'; 2 * MIB as usize]).unwrap();
+    wait_until("older files to make room", Duration::from_secs(5), || {
+        !session.path("snapshots/shot-07.png").exists() && volume_bytes(&session) <= 8 * MIB * 8 / 10
+    });
+    assert!(recent.exists() && session.path("snapshots/shot-11.png").exists(), "the newest stay");
+
+    // A young file that alone would fill the volume is deleted within a second
+    // or two of being written, long before the kubelet's next measurement.
+    let big = session.path("snapshots/download.bin");
+    std::fs::write(&big, vec![b'y'; 8 * MIB as usize]).unwrap();
+    let written = Instant::now();
+    wait_until("the filling file to go", Duration::from_secs(5), || !big.exists());
+    eprintln!("a filling file went {:?} after it was written", written.elapsed());
+    assert!(recent.exists(), "a smaller young file is not deleted with it");
+    assert!(session.log().contains("would have filled the snapshot volume"), "{}", session.log());
+    assert!(session.probe_ok(), "the session stays ready");
+    assert!(last_printed.exists());
+    assert!(volume_bytes(&session) <= 8 * MIB * 95 / 100);
+    let status = session.terminate(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{}", session.log());
+}
+
+#[test]
+fn a_volume_filled_by_what_retention_may_not_delete_stops_with_snapshot_volume_full() {
+    const MIB: u64 = 1 << 20;
+    let mut session = Session::new("full", None);
+    session.set_runtime_field("snapshotVolumeBytes", (4 * MIB).into());
+    // An agent's own subdirectory: counted, never pruned.
+    std::fs::create_dir_all(session.path("snapshots/exports")).unwrap();
+    std::fs::write(session.path("snapshots/exports/dump.bin"), vec![b'z'; 4 * MIB as usize]).unwrap();
+    let (code, report) = session.run_to_exit(Duration::from_secs(60));
+    assert_eq!(code, 1, "{}", session.log());
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["reason"], "SnapshotVolumeFull", "{report}");
+    let message = report["message"].as_str().unwrap();
+    assert!(message.contains("sizeLimit") && message.contains("subdirectories"), "{message}");
+    assert!(
+        session.path("snapshots/exports/dump.bin").exists(),
+        "nothing the agent wrote in a subdirectory is deleted"
+    );
+    assert!(session.processes().is_empty());
+}

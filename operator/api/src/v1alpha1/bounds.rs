@@ -209,6 +209,7 @@ pub fn limits() -> Vec<Limit> {
         field("shmSize", Quantity(64), QUANTITY),
         field("sizeLimit", Quantity(64), QUANTITY),
         field("size", Quantity(64), QUANTITY),
+        field("maxTotalSize", Quantity(64), QUANTITY),
     ]
 }
 

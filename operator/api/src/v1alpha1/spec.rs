@@ -290,7 +290,7 @@ pub struct SnapshotClaim {
     pub storage_class_name: Option<String>,
 }
 
-/// Snapshot retention by age and count.
+/// Snapshot retention by age, count and total size.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Retention {
@@ -302,11 +302,19 @@ pub struct Retention {
     #[serde(default = "default_max_count")]
     #[x_kube(validation = Rule::new("self > 0").message("spec.snapshots.retention.maxCount must be positive"))]
     pub max_count: i32,
+    /// Keep the volume's snapshots under this total size (default: 80% of
+    /// the volume; at most 90%, so a file still being written cannot fill it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_size: Option<Quantity>,
 }
 
 impl Default for Retention {
     fn default() -> Self {
-        Self { max_age_seconds: DEFAULT_SNAPSHOT_MAX_AGE_SECONDS, max_count: DEFAULT_SNAPSHOT_MAX_COUNT }
+        Self {
+            max_age_seconds: DEFAULT_SNAPSHOT_MAX_AGE_SECONDS,
+            max_count: DEFAULT_SNAPSHOT_MAX_COUNT,
+            max_total_size: None,
+        }
     }
 }
 

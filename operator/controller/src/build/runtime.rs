@@ -7,7 +7,9 @@ use playpen_api::layout::{
     daemon_session_dir, sockets_dir, AUTH_STATE_DIR, AUTH_STATE_FILE, DATA_HOME, LAUNCH_CONFIG_DIR, LAUNCH_CONFIG_KEY,
     RUNTIME_CONFIG_KEY, SNAPSHOT_DIR,
 };
+use playpen_api::quantity;
 use playpen_api::runtime_config::RuntimeConfig;
+use playpen_api::v1alpha1::DEFAULT_SNAPSHOT_SIZE_LIMIT;
 use playpen_api::BrowserSession;
 
 use super::{labels::child_meta, Identity};
@@ -38,10 +40,29 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity) -> RuntimeConfig {
         viewer_port: spec.viewer.enabled.then(|| u16::try_from(spec.viewer.port).ok()).flatten(),
         snapshot_max_age_seconds: spec.snapshots.retention.max_age_seconds,
         snapshot_max_count: spec.snapshots.retention.max_count,
+        snapshot_volume_bytes: snapshot_volume_bytes(bs),
+        snapshot_max_total_bytes: spec.snapshots.retention.max_total_size.as_ref().and_then(|q| quantity::bytes(&q.0)),
         idle_timeout_seconds: spec.idle_timeout_seconds,
         max_lifetime_seconds: spec.max_lifetime_seconds,
+        session_started_at: bs.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
         auth_state_file: spec.auth_state.as_ref().map(|_| format!("{AUTH_STATE_DIR}/{AUTH_STATE_FILE}")),
     }
+}
+
+/// The snapshot volume's size when the spec states it: an emptyDir's limit
+/// (the default limit when none is set) or the size of a claim the operator
+/// creates. An existing claim's size is the runtime's to measure.
+fn snapshot_volume_bytes(bs: &BrowserSession) -> Option<u64> {
+    let volume = &bs.spec.snapshots.volume;
+    let size = match &volume.persistent_volume_claim {
+        Some(claim) => claim.size.as_ref()?.0.clone(),
+        None => volume
+            .empty_dir
+            .as_ref()
+            .and_then(|e| e.size_limit.as_ref())
+            .map_or_else(|| DEFAULT_SNAPSHOT_SIZE_LIMIT.to_owned(), |q| q.0.clone()),
+    };
+    quantity::bytes(&size)
 }
 
 /// The runtime ConfigMap of `bs`.

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use playpen_api::v1alpha1::*;
 use playpen_api::BrowserSession;
 use serde_json::json;
@@ -279,6 +279,29 @@ fn runtime_config_carries_policy_and_paths() {
     let text = &cm.data.expect("data")["runtime.json"];
     let parsed: playpen_api::runtime_config::RuntimeConfig = serde_json::from_str(text).expect("parse");
     assert_eq!(parsed, rc);
+}
+
+#[test]
+fn runtime_config_states_the_snapshot_volume_size_and_when_the_session_started() {
+    let sized = |snapshots: serde_json::Value| {
+        let mut bs = session(json!({"image": "i", "snapshots": snapshots}));
+        bs.metadata.creation_timestamp = Some(Time("2026-12-01T08:00:00Z".parse().expect("ts")));
+        runtime_config(&bs, &Identity::of(&bs).expect("id"))
+    };
+    let default = sized(json!({}));
+    assert_eq!(default.snapshot_volume_bytes, Some(1 << 30), "the default emptyDir limit, 1Gi");
+    assert_eq!(default.snapshot_max_total_bytes, None);
+    assert_eq!(default.session_started_at.as_deref(), Some("2026-12-01T08:00:00Z"));
+    let empty_dir = sized(json!({"volume": {"emptyDir": {"sizeLimit": "200Mi"}},
+        "retention": {"maxTotalSize": "100M"}}));
+    assert_eq!(
+        (empty_dir.snapshot_volume_bytes, empty_dir.snapshot_max_total_bytes),
+        (Some(200 << 20), Some(100_000_000))
+    );
+    let created = sized(json!({"volume": {"persistentVolumeClaim": {"size": "5Gi"}}}));
+    assert_eq!(created.snapshot_volume_bytes, Some(5 << 30));
+    let existing = sized(json!({"volume": {"persistentVolumeClaim": {"claimName": "shared"}}}));
+    assert_eq!(existing.snapshot_volume_bytes, None, "an existing claim's filesystem is measured by the runtime");
 }
 
 #[test]
