@@ -157,6 +157,8 @@ pub struct BuildOptions {
     pub no_cache: bool,
     /// Push the tag after verification, with these credentials (`--push`; `None`: no push).
     pub push: Option<crate::push::RegistryAuth>,
+    /// The watchdog on the engine build ([`crate::engine::DEFAULT_BUILD_TIMEOUT`] by default).
+    pub build_timeout: std::time::Duration,
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -200,7 +202,7 @@ pub async fn build(
     let context = context_tar(&dockerfile, &layer, artifacts.chromium_archive.as_deref(), opts.source_date_epoch)?;
 
     let started = std::time::Instant::now();
-    let image_id = engine.build(context, opts.no_cache, &mut on_line).await?;
+    let image_id = engine.build_within(context, opts.no_cache, opts.build_timeout, &mut on_line).await?;
     let build_seconds = started.elapsed().as_secs_f64();
 
     let started = std::time::Instant::now();

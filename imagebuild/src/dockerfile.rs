@@ -5,6 +5,7 @@
 
 use crate::image_layout as il;
 use crate::lock::{Lock, LockedChromium};
+use crate::mirror;
 use crate::packages::{chromium_libs, install_command};
 use crate::spec::{OsFamily, SandboxMode};
 use std::collections::BTreeMap;
@@ -60,17 +61,23 @@ pub fn install_packages_command(family: OsFamily, pkgs: &[String]) -> String {
     let list = pkgs.join(" ");
     match family {
         OsFamily::Apt => format!(
-            "printf '%s\\n' {DPKG_SLIM} > /etc/dpkg/dpkg.cfg.d/playpen-slim && \
-             apt-get update && apt-get install -y --no-install-recommends {list} && apt-get clean && rm -rf /var/lib/apt/lists/*"
+            "printf '%s\\n' {DPKG_SLIM} > /etc/dpkg/dpkg.cfg.d/playpen-slim && {fail_fast} && \
+             apt-get update && apt-get install -y --no-install-recommends {list} && apt-get clean && rm -rf /var/lib/apt/lists/* {conf}",
+            fail_fast = mirror::apt_fail_fast_setup(),
+            conf = mirror::APT_CONF
         ),
         OsFamily::Dnf => format!(
             "if command -v dnf >/dev/null; then pm=dnf; elif command -v microdnf >/dev/null; then pm=microdnf; else pm=yum; fi; \
              case $pm in yum) opts=;; *) opts=--setopt=install_weak_deps=0;; esac; \
-             $pm install -y $opts {list} && $pm clean all && rm -rf /var/cache/dnf /var/cache/yum"
+             $pm install -y $opts {fail_fast} {list} && $pm clean all && rm -rf /var/cache/dnf /var/cache/yum",
+            fail_fast = mirror::dnf_fail_fast_options()
         ),
-        OsFamily::Zypper => {
-            format!("zypper --non-interactive install --no-recommends {list} && zypper clean --all")
-        }
+        OsFamily::Zypper => format!(
+            "{fail_fast} && ZYPP_CONF={conf} zypper --non-interactive install --no-recommends {list} && \
+             ZYPP_CONF={conf} zypper clean --all && rm -f {conf}",
+            fail_fast = mirror::zypper_fail_fast_setup(),
+            conf = mirror::ZYPP_CONF
+        ),
     }
 }
 
@@ -79,12 +86,16 @@ pub fn install_packages_command(family: OsFamily, pkgs: &[String]) -> String {
 /// judged, not only its exit code.
 pub fn install_browser_command(family: OsFamily, revision: &str) -> String {
     let remedy = install_command(family, chromium_libs(family));
+    // --with-deps runs apt itself: the same bounded timeouts as the package step.
     let first = if family == OsFamily::Apt {
-        "{ playwright-cli install-browser chromium --with-deps >/tmp/pw-install.log 2>&1 \
-         || { cat /tmp/pw-install.log; echo 'playpen: --with-deps failed; retrying without it'; \
-         playwright-cli install-browser chromium >/tmp/pw-install.log 2>&1; }; }"
+        format!(
+            "{} && {{ playwright-cli install-browser chromium --with-deps >/tmp/pw-install.log 2>&1 \
+             || {{ cat /tmp/pw-install.log; echo 'playpen: --with-deps failed; retrying without it'; \
+             playwright-cli install-browser chromium >/tmp/pw-install.log 2>&1; }}; }}",
+            mirror::apt_fail_fast_setup()
+        )
     } else {
-        "playwright-cli install-browser chromium >/tmp/pw-install.log 2>&1"
+        "playwright-cli install-browser chromium >/tmp/pw-install.log 2>&1".to_owned()
     };
     format!(
         "{first} || {{ cat /tmp/pw-install.log; echo 'playpen: the browser download failed (exit 16): use chromium.source \
@@ -92,8 +103,9 @@ pub fn install_browser_command(family: OsFamily, revision: &str) -> String {
          if grep -qE 'Host system is missing dependencies|missing dependencies to run browsers' /tmp/pw-install.log; then \
          echo 'playpen: missing host dependencies (exit 19); remedy: {remedy}'; exit 19; fi; \
          rm -f /tmp/pw-install.log; test -d {dir}/chromium-{revision} || {{ echo 'playpen: chromium-{revision} is not in {dir}'; exit 21; }}; \
-         rm -rf /var/lib/apt/lists/*",
-        dir = il::BROWSERS_DIR
+         rm -rf /var/lib/apt/lists/*{conf}",
+        dir = il::BROWSERS_DIR,
+        conf = if family == OsFamily::Apt { format!(" {}", mirror::APT_CONF) } else { String::new() }
     )
 }
 
@@ -247,7 +259,11 @@ mod tests {
     fn rpm_distribution_chromium_installs_the_package_only() {
         let d = render_for(samples::FEDORA, distribution());
         let runs = run_lines(&d);
-        assert!(runs[0].contains("install -y $opts chromium fonts-liberation &&"), "{}", runs[0]);
+        assert!(
+            runs[0].contains("install -y $opts --setopt=timeout=10 --setopt=retries=1 chromium fonts-liberation &&"),
+            "{}",
+            runs[0]
+        );
         assert!(!d.contains("install-browser"));
         assert!(d.contains("\"dev.playpen.image.chromium.executable\"=\"/usr/bin/chromium-browser\""), "{d}");
     }
@@ -256,9 +272,28 @@ mod tests {
     fn opensuse_uses_zypper() {
         let d = render_for(samples::OPENSUSE, playwright());
         let runs = run_lines(&d);
-        assert!(runs[0].starts_with("RUN zypper --non-interactive install --no-recommends "));
+        assert!(runs[0].contains("ZYPP_CONF=/tmp/playpen-zypp.conf zypper --non-interactive install --no-recommends "));
+        assert!(runs[0].find("download.connect_timeout = 10").unwrap() < runs[0].find("zypper --non").unwrap());
+        assert!(runs[0].ends_with("rm -f /tmp/playpen-zypp.conf"), "{}", runs[0]);
         assert!(runs[0].contains("mozilla-nss"));
         assert!(!d.contains("--with-deps") && !d.contains("apt-get") && !d.contains("dnf"));
+    }
+
+    #[test]
+    fn every_apt_step_bounds_its_fetches_and_removes_the_setting() {
+        let conf = "/etc/apt/apt.conf.d/80playpen-fail-fast";
+        let d = render_for(samples::DEBIAN, distribution());
+        let step = run_lines(&d)[0];
+        assert!(step.find("Acquire::http::Timeout \"10\";").unwrap() < step.find("apt-get update").unwrap(), "{step}");
+        assert!(step.contains("Acquire::Retries \"1\";") && step.ends_with(&format!("/var/lib/apt/lists/* {conf}")));
+        // --with-deps runs apt inside the browser step: the same bounds there.
+        let d = render_for(samples::UBUNTU, playwright());
+        let step = run_lines(&d).into_iter().find(|l| l.contains("install-browser")).unwrap();
+        assert!(step.find(&format!("> {conf}")).unwrap() < step.find("--with-deps").unwrap(), "{step}");
+        assert!(step.ends_with(&format!("/var/lib/apt/lists/* {conf}")), "{step}");
+        // rpm bases never get apt's file.
+        let d = render_for(samples::FEDORA, playwright());
+        assert!(!d.contains(conf) && d.contains("--setopt=timeout=10 --setopt=retries=1"), "{d}");
     }
 
     #[test]

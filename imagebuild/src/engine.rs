@@ -9,6 +9,12 @@ use bollard::query_parameters::{
 use bollard::Docker;
 use futures::StreamExt as _;
 use std::collections::HashMap;
+use std::time::Duration;
+
+/// How long a build may run before the watchdog stops it: generous for a slow but
+/// live mirror and Chromium's packages; a dead mirror fails long before (the package
+/// steps bound every fetch, see [`crate::mirror`]).
+pub const DEFAULT_BUILD_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// Engine failures.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +34,27 @@ pub enum EngineError {
     /// Any other API call failed.
     #[error("Docker Engine: {0}")]
     Api(String),
+    /// A package step could not reach the base image's package mirror.
+    #[error("the package mirror {mirror} could not be reached from the build: {detail}{stopped}")]
+    MirrorUnreachable {
+        /// The mirror's URL from the step's output (redacted, cleaned, bounded).
+        mirror: String,
+        /// The output line that shows it (cleaned, bounded).
+        detail: String,
+        /// Empty, or how the watchdog stopped the step.
+        stopped: String,
+    },
+    /// The watchdog stopped a build that ran past its time.
+    #[error(
+        "the build did not finish within {secs} s and was stopped (raise --build-timeout or \
+         PLAYPEN_BUILD_TIMEOUT for a slow mirror); the last step printed:\n{tail}"
+    )]
+    TimedOut {
+        /// The limit.
+        secs: u64,
+        /// The end of the last step's output (cleaned, bounded).
+        tail: String,
+    },
 }
 
 impl crate::failure::Classify for EngineError {
@@ -36,6 +63,7 @@ impl crate::failure::Classify for EngineError {
         match self {
             EngineError::BrowserDownload(_) => F::BrowserDownloadBlocked,
             EngineError::MissingDependencies(_) => F::MissingHostDependencies,
+            EngineError::MirrorUnreachable { .. } => F::PackageMirrorUnreachable,
             _ => F::Engine,
         }
     }
@@ -114,11 +142,24 @@ impl Engine {
         Ok(i.config.and_then(|c| c.labels).unwrap_or_default())
     }
 
-    /// Builds a context tar; returns the image ID. Each output line goes to `on_line`.
+    /// Builds a context tar within [`DEFAULT_BUILD_TIMEOUT`]; see [`Engine::build_within`].
     pub async fn build(
         &self,
         context: Vec<u8>,
         no_cache: bool,
+        on_line: impl FnMut(&str),
+    ) -> Result<String, EngineError> {
+        self.build_within(context, no_cache, DEFAULT_BUILD_TIMEOUT, on_line).await
+    }
+
+    /// Builds a context tar; returns the image ID. Each output line goes to `on_line`.
+    /// A build still running after `timeout` is stopped: the stream is dropped, which
+    /// closes the connection, and the engine cancels the build and kills its step.
+    pub async fn build_within(
+        &self,
+        context: Vec<u8>,
+        no_cache: bool,
+        timeout: Duration,
         mut on_line: impl FnMut(&str),
     ) -> Result<String, EngineError> {
         let options = BuildImageOptions {
@@ -131,7 +172,13 @@ impl Engine {
         let mut stream = self.docker.build_image(options, None, Some(bollard::body_full(context.into())));
         let mut id = None;
         let mut log = String::new();
-        while let Some(item) = stream.next().await {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let Ok(next) = tokio::time::timeout_at(deadline, stream.next()).await else {
+                drop(stream);
+                return Err(classify_stopped_build(&log, timeout));
+            };
+            let Some(item) = next else { break };
             let info = item.map_err(|e| classify_build_failure(&log, &e.to_string()))?;
             if let Some(text) = &info.stream {
                 log.push_str(text);
@@ -299,16 +346,38 @@ pub fn push_status_digest(status: &str) -> Option<String> {
     (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then(|| digest.to_owned())
 }
 
-/// Classifies a failed build step from its log: the exit codes the rendered steps use.
+/// Classifies a failed build step from its log: the exit codes the rendered steps use,
+/// then the last step's output for a package mirror it could not reach.
 pub fn classify_build_failure(log: &str, error: &str) -> EngineError {
     let text = format!("{error}\n{}", tail(log));
     if error.contains("code: 16") || error.contains("returned a non-zero code: 16") {
         EngineError::BrowserDownload(text)
     } else if error.contains("non-zero code: 19") || crate::dockerfile::says_missing_dependencies(log) {
         EngineError::MissingDependencies(text)
+    } else if let Some(f) = crate::mirror::classify(crate::mirror::last_step(log), false) {
+        mirror_unreachable(f, String::new())
     } else {
         EngineError::Build(text)
     }
+}
+
+/// Classifies a build the watchdog stopped: a step still waiting on its mirror is
+/// the mirror's failure; anything else is a timeout.
+pub fn classify_stopped_build(log: &str, timeout: Duration) -> EngineError {
+    let step = crate::mirror::last_step(log);
+    let secs = timeout.as_secs();
+    match crate::mirror::classify(step, true) {
+        Some(f) => mirror_unreachable(f, format!(" (the build watchdog stopped the step after {secs} s)")),
+        None => EngineError::TimedOut { secs, tail: crate::untrusted::printable(&tail(step), STOPPED_TAIL) },
+    }
+}
+
+/// Most characters of a stopped step's output quoted in the error.
+const STOPPED_TAIL: usize = 2000;
+
+fn mirror_unreachable(f: crate::mirror::MirrorFailure, stopped: String) -> EngineError {
+    let mirror = f.mirror.unwrap_or_else(|| "named in the base image's sources".to_owned());
+    EngineError::MirrorUnreachable { mirror, detail: f.detail, stopped }
 }
 
 fn tail(log: &str) -> String {
@@ -344,5 +413,40 @@ mod tests {
         let e = classify_build_failure("E: Unable to locate package nope", "returned a non-zero code: 100");
         assert_eq!(e.class(), FailureClass::Engine);
         assert!(e.to_string().contains("Unable to locate package nope"));
+    }
+
+    const REFUSED: &str = "Step 1/3 : FROM base\nStep 2/3 : RUN apt-get update\n\
+        Err:1 http://172.17.0.1:9/debian bookworm InRelease\n\
+        \x20 Could not connect to 172.17.0.1:9 (172.17.0.1). - connect (111: Connection refused)\n\
+        E: Unable to locate package chromium\n";
+
+    #[test]
+    fn an_unreachable_package_mirror_is_its_own_class_naming_the_mirror() {
+        let e = classify_build_failure(REFUSED, "The command '/bin/sh -eu -c x' returned a non-zero code: 100");
+        assert_eq!(e.class(), FailureClass::PackageMirrorUnreachable);
+        assert_eq!(e.class().exit_code(), 25);
+        let text = e.to_string();
+        assert!(text.contains("package mirror http://172.17.0.1:9/debian could not be reached"), "{text}");
+        assert!(text.contains("Connection refused") && !text.contains("watchdog"), "{text}");
+        // A step's own code wins: the browser step's blocked download stays 16.
+        let e = classify_build_failure(REFUSED, "returned a non-zero code: 16");
+        assert_eq!(e.class(), FailureClass::BrowserDownloadBlocked);
+        // A mirror failure in an earlier step that succeeded does not colour a later failure.
+        let later = format!("{REFUSED}Step 3/3 : RUN false\n");
+        assert_eq!(classify_build_failure(&later, "non-zero code: 1").class(), FailureClass::Engine);
+    }
+
+    #[test]
+    fn a_stopped_build_is_the_mirrors_failure_only_when_the_step_waited_on_it() {
+        let waiting = "Step 2/3 : RUN apt-get update\nIgn:1 http://172.17.0.1:9/debian bookworm InRelease\n";
+        let e = classify_stopped_build(waiting, Duration::from_secs(30));
+        assert_eq!(e.class(), FailureClass::PackageMirrorUnreachable);
+        let text = e.to_string();
+        assert!(text.contains("http://172.17.0.1:9/debian") && text.contains("stopped the step after 30 s"), "{text}");
+        let e = classify_stopped_build("Step 2/3 : RUN sleep 600\n\u{1b}[2Jstill here\n", Duration::from_secs(5));
+        assert_eq!(e.class(), FailureClass::Engine);
+        let text = e.to_string();
+        assert!(text.contains("within 5 s") && text.contains("--build-timeout"), "{text}");
+        assert!(text.contains("\\u{1b}[2Jstill here") && !text.contains('\u{1b}'), "{text}");
     }
 }

@@ -37,11 +37,14 @@ pub enum FailureClass {
     /// A name or path from the registry, a lock or a tarball would escape the layer or
     /// inject into the build (`..`, an absolute path, a link out, shell syntax, over a limit).
     UnsafeInput,
+    /// A package step could not reach the base image's OS package mirror (refused,
+    /// timed out, no route, DNS, TLS), or the build watchdog stopped it waiting.
+    PackageMirrorUnreachable,
 }
 
 impl FailureClass {
     /// Every class, for documentation and exhaustive tests.
-    pub const ALL: [FailureClass; 14] = [
+    pub const ALL: [FailureClass; 15] = [
         FailureClass::InvalidSpec,
         FailureClass::Io,
         FailureClass::AuthRejected,
@@ -56,6 +59,7 @@ impl FailureClass {
         FailureClass::PushAuthRejected,
         FailureClass::PushFailed,
         FailureClass::UnsafeInput,
+        FailureClass::PackageMirrorUnreachable,
     ];
 
     /// The process exit code for this class.
@@ -75,6 +79,7 @@ impl FailureClass {
             FailureClass::PushAuthRejected => 22,
             FailureClass::PushFailed => 23,
             FailureClass::UnsafeInput => 24,
+            FailureClass::PackageMirrorUnreachable => 25,
         }
     }
 
@@ -95,6 +100,7 @@ impl FailureClass {
             FailureClass::PushAuthRejected => "PushAuthRejected",
             FailureClass::PushFailed => "PushFailed",
             FailureClass::UnsafeInput => "UnsafeInput",
+            FailureClass::PackageMirrorUnreachable => "PackageMirrorUnreachable",
         }
     }
 
@@ -153,6 +159,16 @@ impl FailureClass {
                  build with it; the message names its source and field (a registry: use a trusted `registry.npm` \
                  and run `lock` again; a lock: run `lock` again from the spec and review the diff)"
             }
+            FailureClass::PackageMirrorUnreachable => {
+                "the base image's package manager could not reach the mirror named above (its sources: \
+                 /etc/apt/sources.list[.d], /etc/yum.repos.d, /etc/zypp/repos.d). Check that containers Docker \
+                 Engine starts reach it (DNS, firewall, net.ipv4.ip_forward=1 on the host); to use another mirror \
+                 or a proxy, build on a base whose sources name a reachable mirror or whose package manager names \
+                 the proxy (apt: Acquire::http::Proxy; dnf: proxy=), set with `base.image`; an https mirror \
+                 behind a TLS-intercepting proxy needs that proxy's CA in the base's trust store \
+                 (`registry.caBundle` covers only the builder's own downloads). A slow mirror: raise \
+                 --build-timeout (PLAYPEN_BUILD_TIMEOUT)"
+            }
         }
     }
 }
@@ -189,6 +205,7 @@ mod tests {
         assert_eq!(FailureClass::RegistryUnreachable.exit_code(), 14);
         assert_eq!(FailureClass::PackageAbsent.exit_code(), 15);
         assert_eq!(FailureClass::BrowserDownloadBlocked.exit_code(), 16);
+        assert_eq!(FailureClass::PackageMirrorUnreachable.exit_code(), 25);
     }
 
     #[test]

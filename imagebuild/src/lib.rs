@@ -3,7 +3,7 @@
 //! packages for the base's family, and a build and verification through Docker Engine.
 //!
 //! Pure modules (no I/O): [`spec`], [`validate`], [`os_release`], [`packages`],
-//! [`dockerfile`], [`labels`], [`lock`], [`digest`], [`layer`], [`redact`],
+//! [`dockerfile`], [`mirror`], [`labels`], [`lock`], [`digest`], [`layer`], [`redact`],
 //! [`untrusted`] (checks of every name and path from the registry, a lock or a tarball).
 //! I/O at the edges: [`fetch`] (HTTPS, cache), [`resolve`] (lock), [`engine`] (Docker),
 //! [`push`] (`--push` through the engine).
@@ -19,6 +19,7 @@ pub mod image_layout;
 pub mod labels;
 pub mod layer;
 pub mod lock;
+pub mod mirror;
 pub mod oci_layout;
 pub mod os_release;
 pub mod packages;

@@ -21,7 +21,8 @@ const EXIT_CODES: &str = "Exit codes: 0 ok, 10 invalid spec or lock, 11 local fi
 14 registry unreachable, 15 package or version absent, 16 browser download blocked, 17 digest mismatch, \
 18 unknown OS family, 19 missing host dependencies, 20 Docker Engine, 21 verification failed, \
 22 push: the image registry refused or needs credentials, 23 push: the image registry unreachable or refused the push, \
-24 unsafe input: a registry, lock or tarball name that would escape the layer or inject into the build.";
+24 unsafe input: a registry, lock or tarball name that would escape the layer or inject into the build, \
+25 the base image's package mirror unreachable from the build.";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -66,6 +67,10 @@ enum Command {
         /// Only a verified image is pushed: not with --skip-verify.
         #[arg(long, conflicts_with = "skip_verify")]
         push: bool,
+        /// Stop the engine build after this many seconds (a watchdog: package fetches have
+        /// their own 10 s timeouts, so a dead mirror fails long before).
+        #[arg(long, env = "PLAYPEN_BUILD_TIMEOUT", default_value_t = playpen_imagebuild::engine::DEFAULT_BUILD_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+        build_timeout: u64,
     },
     /// Print (or write) the spec's JSON Schema.
     Schema {
@@ -153,7 +158,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             tracing::info!(lock = %path.display(), digest = %build::lock_digest(&resolved), "lock written");
             Ok(())
         }
-        Command::Build { lock, tag, out_dir, cache_dir, skip_verify, oci_layout, no_cache, push } => {
+        Command::Build { lock, tag, out_dir, cache_dir, skip_verify, oci_layout, no_cache, push, build_timeout } => {
             // Read the push credentials first: a contradiction fails before anything is built.
             let push = if push { Some(RegistryAuth::from_env().map_err(Error::from)?) } else { None };
             let lock = Lock::read(&lock).map_err(Error::from)?;
@@ -170,6 +175,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 oci_layout,
                 no_cache,
                 push,
+                build_timeout: std::time::Duration::from_secs(build_timeout),
             };
             let report = if std::io::stderr().is_terminal() {
                 let bar = indicatif::ProgressBar::new_spinner();

@@ -44,6 +44,7 @@ fn the_example_spec_and_lock_are_valid_and_the_help_lists_exit_codes() {
     let help = stdout_of(&["--help"]);
     assert!(help.contains("17 digest mismatch") && help.contains("13 registry rejected auth"), "{help}");
     assert!(help.contains("24 unsafe input"), "{help}");
+    assert!(help.contains("25 the base image's package mirror unreachable"), "{help}");
 }
 
 #[test]

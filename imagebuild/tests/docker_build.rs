@@ -68,6 +68,7 @@ async fn debian_image_builds_verifies_rebuilds_identically_and_keeps_the_sandbox
         oci_layout: None,
         no_cache: false,
         push: None,
+        build_timeout: playpen_imagebuild::engine::DEFAULT_BUILD_TIMEOUT,
     };
     let artifacts = build::fetch_artifacts(&fetcher, &lock).await.unwrap();
     let started = Instant::now();
@@ -215,6 +216,7 @@ async fn playwright_source_tries_with_deps_then_without_and_classifies_a_blocked
         oci_layout: None,
         no_cache: false,
         push: None,
+        build_timeout: playpen_imagebuild::engine::DEFAULT_BUILD_TIMEOUT,
     };
     let mut log = Vec::new();
     let result = build::build(&lock, &artifacts, &engine, &opts, |l| log.push(l.to_owned())).await;
