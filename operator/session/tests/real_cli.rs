@@ -469,3 +469,20 @@ fn a_volume_filled_by_what_retention_may_not_delete_stops_with_snapshot_volume_f
     );
     assert!(session.processes().is_empty());
 }
+
+#[test]
+fn an_agent_without_the_launch_config_drives_the_session() {
+    // The agent sidecar does not mount the launch config (it may carry proxy
+    // credentials): its playwright-cli still drives the browser the runtime opened.
+    let fixture = Fixture::start();
+    let mut session = Session::new("noconfig", None);
+    session.start();
+    session.wait_ready(Duration::from_secs(60));
+    let out = session.cli_without(&["goto", &fixture.url("/")], &["PLAYWRIGHT_MCP_CONFIG"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("Page Title: Fixture"), "{out:?}\n{}", session.log());
+    let out = session.cli_without(&["tab-list"], &["PLAYWRIGHT_MCP_CONFIG"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&fixture.url("/")), "{out:?}");
+    assert!(session.log().matches("daemon running").count() == 1, "the daemon was not restarted:\n{}", session.log());
+    assert_eq!(session.terminate(Duration::from_secs(30)).code(), Some(0));
+}

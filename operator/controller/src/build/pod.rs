@@ -133,8 +133,10 @@ fn secret_volume(name: &str, secret: &str, items: Option<Vec<KeyToPath>>, mode: 
     }
 }
 
-/// Volumes and the browser container's mounts. The agent gets the same
-/// mounts minus the auth state and profile (the browser owns those).
+/// Volumes, the browser container's mounts and the agent's. The agent gets
+/// the browser's mounts minus the launch config (a user's may carry proxy
+/// credentials; a client of a running session never reads it), the auth
+/// state and the profile (the browser owns those).
 fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>, Vec<VolumeMount>) {
     let spec = &bs.spec;
     let shm = spec.pod.as_ref().and_then(|p| p.shm_size.clone()).unwrap_or_else(|| Quantity(DEFAULT_SHM_SIZE.into()));
@@ -174,11 +176,11 @@ fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>
     let shared = vec![
         mount("data-home", DATA_HOME, false),
         mount("tmp", "/tmp", false),
-        mount("launch-config", LAUNCH_CONFIG_DIR, true),
         mount("runtime-config", RUNTIME_CONFIG_DIR, true),
         mount("snapshots", SNAPSHOT_DIR, false),
     ];
     let mut browser = shared.clone();
+    browser.push(mount("launch-config", LAUNCH_CONFIG_DIR, true));
     browser.push(mount("dshm", "/dev/shm", false));
     if let Some(auth) = &spec.auth_state {
         let key = auth.secret_ref.key.clone().unwrap_or_else(|| AUTH_STATE_FILE.to_owned());
@@ -250,10 +252,12 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
     };
     let mut containers = vec![browser];
     if let Some(agent) = &spec.agent {
-        // The session's variables win over the agent's own.
+        // The session's variables win over the agent's own; the launch
+        // config's path points at nothing the agent mounts, so it is not set.
+        let session_vars = env.iter().filter(|e| e.name != env::MCP_CONFIG);
         let mut agent_env: Vec<EnvVar> =
             agent.env.iter().flatten().filter(|e| !env.iter().any(|s| s.name == e.name)).cloned().collect();
-        agent_env.extend(env.iter().cloned());
+        agent_env.extend(session_vars.cloned());
         containers.push(Container {
             name: AGENT_CONTAINER.into(),
             image: Some(agent.image.clone()),

@@ -320,6 +320,20 @@ fn auth_state_is_mounted_read_only_for_the_browser_only() {
 }
 
 #[test]
+fn the_launch_config_is_the_browsers_alone() {
+    let bs = session(json!({"image": "i", "agent": {"image": "agent:1"},
+        "launchConfig": {"secretRef": {"name": "with-proxy-password"}}}));
+    let spec = build(&bs).pod.spec.expect("spec");
+    let (browser, agent) = (&spec.containers[0], &spec.containers[1]);
+    let names = |c: &Container| c.volume_mounts.iter().flatten().map(|m| m.name.clone()).collect::<Vec<_>>();
+    assert!(names(browser).contains(&"launch-config".to_owned()));
+    assert!(!names(agent).contains(&"launch-config".to_owned()), "{:?}", names(agent));
+    assert!(env_of(browser).contains_key("PLAYWRIGHT_MCP_CONFIG"));
+    assert!(!env_of(agent).contains_key("PLAYWRIGHT_MCP_CONFIG"), "the variable would name a file the agent lacks");
+    assert_eq!(env_of(agent)["PWTEST_SOCKETS_DIR"], env_of(browser)["PWTEST_SOCKETS_DIR"]);
+}
+
+#[test]
 fn agent_sidecar_shares_sockets_and_env_with_session_env_winning() {
     let bs = session(json!({"image": "i", "agent": {"image": "agent:1", "command": ["sleep", "infinity"],
         "env": [{"name": "PLAYWRIGHT_CLI_SESSION", "value": "hijack"}, {"name": "TASK", "value": "x"}]}}));

@@ -326,6 +326,19 @@ impl Session {
             .unwrap()
     }
 
+    /// `playwright-cli <args>` with the session env minus `unset` (what an
+    /// agent sidecar without some mount or variable sees).
+    pub fn cli_without(&self, args: &[&str], unset: &[&str]) -> Output {
+        let env = self.session_env().into_iter().filter(|(k, _)| !unset.contains(&k.as_str()));
+        self.command(&cli_bin(&self.prefix))
+            .args(args)
+            .env_clear()
+            .envs(env)
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap()
+    }
+
     /// `playpen-session cli <args>`: the image's `playwright-cli` wrapper.
     pub fn wrapper(&self, args: &[&str]) -> Output {
         self.wrapper_with(args, &[])
