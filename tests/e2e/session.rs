@@ -327,14 +327,64 @@ async fn no_orphans(client: &Client, ns: &str, name: &str) -> anyhow::Result<()>
     .await
 }
 
-/// Step 5 and the Disabled half of step 6: a second team's session cannot
-/// see the first one's sockets, and a Disabled sandbox runs and is recorded.
-/// It denies all egress, and reaches nothing.
+/// Two sessions of one name on one node, in two namespaces: each has a
+/// socket namespace of its own, sees no other one's directory, and lists only
+/// the page it opened itself. Were the Pods' data homes one directory (a
+/// hostPath, say), each would see the other's socket namespace; were the
+/// socket namespace also derived from the name rather than the UID, both
+/// clients would reach one daemon and one session would list the other's page.
+async fn share_nothing(
+    client: &Client,
+    a: (&str, &BrowserSessionStatus),
+    b: (&str, &BrowserSessionStatus),
+) -> anyhow::Result<()> {
+    let mut nodes = vec![];
+    for (ns, status) in [a, b] {
+        let pod = Api::<Pod>::namespaced(client.clone(), ns).get(&pod_name(status)?).await?;
+        nodes.push(pod.spec.and_then(|s| s.node_name).context("the Pod is not on a node")?);
+    }
+    ensure!(nodes[0] == nodes[1], "the two Pods run on different nodes: {nodes:?}");
+    ensure!(
+        a.1.session_name.is_some() && a.1.session_name == b.1.session_name,
+        "the two sessions' names differ: {:?} {:?}",
+        a.1.session_name,
+        b.1.session_name
+    );
+    let socket_ns = |status: &BrowserSessionStatus| status.socket_namespace.clone().context("no socket namespace");
+    let (sockets_a, sockets_b) = (socket_ns(a.1)?, socket_ns(b.1)?);
+    ensure!(sockets_a != sockets_b, "both sessions got socket namespace {sockets_a}");
+    let title = |ns: &str| format!("isolation-{ns}");
+    for (ns, status) in [a, b] {
+        let url = format!("data:text/html,<title>{}</title>", title(ns));
+        exec(ns, &pod_name(status)?, BROWSER, &["playwright-cli", "goto", &url]).await?.ok("goto a page of its own")?;
+    }
+    for ((ns, status), (other, _)) in [(a, b), (b, a)] {
+        let pod = pod_name(status)?;
+        let tabs = exec(ns, &pod, BROWSER, &["playwright-cli", "tab-list"]).await?.ok("playwright-cli tab-list")?;
+        ensure!(tabs.contains(&format!("[{}]", title(ns))), "{ns}'s session does not list its own page:\n{tabs}");
+        ensure!(!tabs.contains(&title(other)), "{ns}'s session lists the page opened in {other}:\n{tabs}");
+        let own = socket_ns(status)?;
+        let dirs = sh(ns, &pod, BROWSER, "ls /var/lib/playpen/pw").await?;
+        ensure!(
+            dirs.split_whitespace().eq([own.as_str()]),
+            "{ns}'s session sees socket namespaces {dirs}, not only {own}"
+        );
+    }
+    Ok(())
+}
+
+/// Step 5 and the Disabled half of step 6: a second team's session shares
+/// nothing with a first team's session of the same name, and a Disabled
+/// sandbox runs and is recorded. It denies all egress, and reaches nothing.
 pub async fn isolation_and_disabled(client: &Client, installed: &Installed) -> anyhow::Result<()> {
     let (ns_b, ns_a) = (installed.team_b.name.as_str(), installed.team_a.name.as_str());
     let name = "nosandbox";
-    create(client, ns_b, name, "Disabled", json!({"egress": {"mode": "DenyAll"}})).await?;
-    let (status, _) = wait_ready(client, ns_b, name).await.context("the Disabled session becomes Ready")?;
+    // Team A's twin: the same name and spec, so the same session name on the same node.
+    for ns in [ns_b, ns_a] {
+        create(client, ns, name, "Disabled", json!({"egress": {"mode": "DenyAll"}})).await?;
+    }
+    let ((status, _), (twin, _)) = tokio::try_join!(wait_ready(client, ns_b, name), wait_ready(client, ns_a, name))
+        .context("the Disabled sessions become Ready")?;
     ensure!(!condition_true(&status, condition::SANDBOX_ENFORCED), "SandboxEnforced is true for a Disabled session");
     let events = Api::<Event>::namespaced(client.clone(), ns_b)
         .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
@@ -348,12 +398,8 @@ pub async fn isolation_and_disabled(client: &Client, installed: &Installed) -> a
     let urls = [installed.fixture_url.as_str(), installed.internal_url.as_str(), crate::network::API_SERVER_URL];
     let own_fixture = (installed.other_namespace_url.as_str(), ns_b, "fixture");
     network::deny_all(client, ns_b, name, &pod, &urls, own_fixture).await.context("the DenyAll session")?;
-    let own_ns = status.socket_namespace.clone().context("no socket namespace in the status")?;
-    let list = exec(ns_b, &pod, BROWSER, &["playwright-cli", "list"]).await?.ok("playwright-cli list")?;
-    ensure!(list.contains(status.session_name.as_deref().unwrap_or(name)), "list misses its own session:\n{list}");
-    ensure!(!list.contains("shop"), "session B lists session A:\n{list}");
-    let dirs = sh(ns_b, &pod, BROWSER, "ls /var/lib/playpen/pw").await?;
-    ensure!(dirs.split_whitespace().collect::<Vec<_>>() == [own_ns.as_str()], "socket namespaces seen from B: {dirs}");
+    share_nothing(client, (ns_a, &twin), (ns_b, &status)).await.context("two sessions of one name on one node")?;
+    Api::<BrowserSession>::namespaced(client.clone(), ns_a).delete(name, &DeleteParams::background()).await?;
     // Nor can team B's driver reach into team A: exec is granted per namespace.
     let user = "driver-b";
     kubectl(&[

@@ -150,10 +150,19 @@ struct Case {
     args: &'static [&'static str],
     after: &'static [&'static [&'static str]],
     way: Way,
+    /// Text (`{u}` expanded) the compared command prints only in the state
+    /// the set-up made, e.g. the cookie it set.
+    shows: &'static str,
+}
+
+impl Case {
+    const fn shows(self, shows: &'static str) -> Self {
+        Self { shows, ..self }
+    }
 }
 
 const fn case(group: &'static str, args: &'static [&'static str]) -> Case {
-    Case { group, setup: &[], args, after: &[], way: Way::Fast }
+    Case { group, setup: &[], args, after: &[], way: Way::Fast, shows: "" }
 }
 
 const fn with(
@@ -162,11 +171,11 @@ const fn with(
     args: &'static [&'static str],
     after: &'static [&'static [&'static str]],
 ) -> Case {
-    Case { group, setup, args, after, way: Way::Fast }
+    Case { group, setup, args, after, way: Way::Fast, shows: "" }
 }
 
 const fn node(group: &'static str, args: &'static [&'static str]) -> Case {
-    Case { group, setup: &[], args, after: &[], way: Way::Node }
+    Case { group, setup: &[], args, after: &[], way: Way::Node, shows: "" }
 }
 
 /// Every verb group of `playwright-cli --help` that the daemon serves, plus
@@ -174,8 +183,9 @@ const fn node(group: &'static str, args: &'static [&'static str]) -> Case {
 const CASES: &[Case] = &[
     // Navigation.
     case("navigation", &["goto", "{u}/next.html"]),
-    with("navigation", &[&["goto", "{u}/next.html"]], &["go-back"], &[]),
-    with("navigation", &[&["goto", "{u}/next.html"], &["go-back"]], &["go-forward"], &[]),
+    with("navigation", &[&["goto", "{u}/next.html"]], &["go-back"], &[]).shows("- Page URL: {u}/\n"),
+    with("navigation", &[&["goto", "{u}/next.html"], &["go-back"]], &["go-forward"], &[])
+        .shows("- Page URL: {u}/next.html\n"),
     case("navigation", &["reload"]),
     // Pointer, keyboard and form (Core, Keyboard, Mouse).
     case("pointer", &["click", "#go"]),
@@ -209,27 +219,32 @@ const CASES: &[Case] = &[
     // Tabs.
     case("tabs", &["tab-list"]),
     with("tabs", &[], &["tab-new", "{u}/next.html"], &[&["tab-close", "1"]]),
-    with("tabs", &[&["tab-new", "{u}/next.html"]], &["tab-select", "0"], &[&["tab-close", "1"]]),
+    with("tabs", &[&["tab-new", "{u}/next.html"]], &["tab-select", "0"], &[&["tab-close", "1"]])
+        .shows("- 1: [Next page]({u}/next.html)"),
     with("tabs", &[&["tab-new", "{u}/next.html"]], &["tab-close", "1"], &[]),
     // Storage.
     with("storage", &[&["cookie-clear"]], &["cookie-set", "k", "v"], &[&["cookie-clear"]]),
-    with("storage", &[&["cookie-clear"], &["cookie-set", "k", "v"]], &["cookie-list"], &[&["cookie-clear"]]),
-    with("storage", &[&["cookie-clear"], &["cookie-set", "k", "v"]], &["cookie-get", "k"], &[&["cookie-clear"]]),
+    with("storage", &[&["cookie-clear"], &["cookie-set", "k", "v"]], &["cookie-list"], &[&["cookie-clear"]])
+        .shows("k=v"),
+    with("storage", &[&["cookie-clear"], &["cookie-set", "k", "v"]], &["cookie-get", "k"], &[&["cookie-clear"]])
+        .shows("k=v"),
     with("storage", &[&["cookie-set", "k", "v"]], &["cookie-delete", "k"], &[]),
     with("storage", &[&["cookie-set", "k", "v"]], &["cookie-clear"], &[]),
     with("storage", &[&["localstorage-clear"]], &["localstorage-set", "k", "v"], &[&["localstorage-clear"]]),
-    with("storage", &[&["localstorage-set", "k", "v"]], &["localstorage-get", "k"], &[&["localstorage-clear"]]),
-    with("storage", &[&["localstorage-set", "k", "v"]], &["localstorage-list"], &[&["localstorage-clear"]]),
+    with("storage", &[&["localstorage-set", "k", "v"]], &["localstorage-get", "k"], &[&["localstorage-clear"]])
+        .shows("k=v"),
+    with("storage", &[&["localstorage-set", "k", "v"]], &["localstorage-list"], &[&["localstorage-clear"]])
+        .shows("k=v"),
     with("storage", &[&["localstorage-set", "k", "v"]], &["localstorage-delete", "k"], &[]),
-    with("storage", &[&["sessionstorage-set", "k", "v"]], &["sessionstorage-get", "k"], &[]),
+    with("storage", &[&["sessionstorage-set", "k", "v"]], &["sessionstorage-get", "k"], &[]).shows("k=v"),
     case("storage", &["sessionstorage-list"]),
     case("storage", &["state-save", "state.json"]),
     // Network.
     case("network", &["requests"]),
     case("network", &["request", "1"]),
     with("network", &[], &["route", "**/blocked", "--status=404"], &[&["unroute"]]),
-    with("network", &[&["route", "**/blocked"]], &["route-list"], &[&["unroute"]]),
-    with("network", &[&["route", "**/blocked"]], &["unroute", "**/blocked"], &[]),
+    with("network", &[&["route", "**/blocked"]], &["route-list"], &[&["unroute"]]).shows("**/blocked"),
+    with("network", &[&["route", "**/blocked"]], &["unroute", "**/blocked"], &[]).shows("Removed 1 route(s)"),
     with("network", &[], &["network-state-set", "offline"], &[&["network-state-set", "online"]]),
     // DevTools.
     case("devtools", &["console"]),
@@ -263,7 +278,7 @@ const CASES: &[Case] = &[
     // The Node client's by design: a daemon `error` reply, help, unknown commands, client-side commands.
     node("errors", &["fill"]),
     node("errors", &["click", "--modifiers"]),
-    node("node", &["nosuch"]),
+    node("errors", &["nosuch"]),
     node("node", &["click", "--help"]),
     node("node", &["--version"]),
     node("node", &["list"]),
@@ -273,12 +288,21 @@ fn expand(args: &[&str], base: &str) -> Vec<String> {
     args.iter().map(|a| a.replace("{u}", base)).collect()
 }
 
-fn steps(session: &Session, base: &str, steps: &[&[&str]]) {
+/// Runs a case's set-up or clean-up `steps` (`what` names which); each must
+/// succeed, or the case fails with the step's whole output.
+fn steps(session: &Session, base: &str, what: &str, steps: &[&[&str]]) -> Result<(), String> {
     for step in steps {
         let args = expand(step, base);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let _ = wrapper(session, &args, false);
+        let run = wrapper(session, &args, false);
+        if run.code != Some(0) || run.stdout.contains("### Error") {
+            return Err(format!(
+                "{what} step {args:?} failed (exit {:?}):\n--- stdout\n{}\n--- stderr\n{}",
+                run.code, run.stdout, run.stderr
+            ));
+        }
     }
+    Ok(())
 }
 
 #[test]
@@ -296,19 +320,37 @@ fn fast_and_node_clients_agree_on_a_real_session() {
         let args = expand(case.args, &base);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut runs = vec![];
-        for node_only in [true, false] {
-            steps(&session, &base, &[&["goto", "{u}/"]]);
-            steps(&session, &base, case.setup);
+        let mut problems = vec![];
+        for (node_only, client) in [(true, "node"), (false, "fast")] {
+            let before = format!("set-up (before the {client} run)");
+            let prepared = steps(&session, &base, &before, &[&["goto", "{u}/"]])
+                .and_then(|()| steps(&session, &base, &before, case.setup));
+            problems.extend(prepared.err());
             runs.push(wrapper(&session, &args, node_only));
-            steps(&session, &base, case.after);
+            problems.extend(steps(&session, &base, &format!("clean-up (after the {client} run)"), case.after).err());
         }
         let (node, fast) = (&runs[0], &runs[1]);
+        // The command did what its case names: an error case fails, every other one succeeds.
+        let wants_error = case.group == "errors";
+        for (client, run) in [("node", node), ("fast", fast)] {
+            if (run.code != Some(0) || run.stdout.contains("### Error")) != wants_error {
+                let expected = if wants_error { "an error" } else { "success" };
+                problems.push(format!(
+                    "the {client} run: expected {expected}, got exit {:?}:\n{}{}",
+                    run.code, run.stdout, run.stderr
+                ));
+            }
+            let shows = case.shows.replace("{u}", &base);
+            if !run.stdout.contains(&shows) {
+                problems
+                    .push(format!("the {client} run does not show the set-up's state ({shows:?}):\n{}", run.stdout));
+            }
+        }
         groups.insert(case.group);
         let expected_route = match case.way {
             Way::Fast => "fast\t",
             Way::Node => "node\t",
         };
-        let mut problems = vec![];
         if !fast.route.starts_with(expected_route) {
             problems.push(format!("route: expected {expected_route:?}, got {:?}", fast.route));
         }
@@ -334,7 +376,7 @@ fn fast_and_node_clients_agree_on_a_real_session() {
             if problems.is_empty() { "" } else { "  MISMATCH" }
         );
         if !problems.is_empty() {
-            failures.push(format!("{:?}:\n{}", case.args, problems.join("\n")));
+            failures.push(format!("{} {:?}:\n{}", case.group, case.args, problems.join("\n")));
         }
     }
     for group in ["navigation", "pointer", "form", "keyboard", "read", "tabs", "storage", "network", "devtools"] {
