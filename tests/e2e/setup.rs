@@ -20,12 +20,13 @@ pub const BROWSER_IMAGE: &str = "playpen/browser:dev";
 /// The node taint tests/run.sh sets, so that only these tests' Pods run on
 /// the node (the other suites' sessions stay Pending, as they expect).
 pub const NODE_TAINT_KEY: &str = "playpen.dev/e2e";
-const RELEASE: &str = "e2e";
 const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../charts/playpen");
 const FIXTURE_SERVER: &str = include_str!("fixture-server.js");
 
 /// The installed product and the namespaces the scenarios use.
 pub struct Installed {
+    /// The helm release.
+    pub release: String,
     /// Where the chart is installed.
     pub system: TestNamespace,
     /// The main session's namespace (also serves the fixture).
@@ -48,17 +49,23 @@ pub fn tolerations() -> serde_json::Value {
     json!([{"key": NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}])
 }
 
-/// `helm install` of the chart, the operator watching the two team namespaces.
+/// `helm install` of the chart as release `e2e`, the operator watching the two team namespaces.
 pub async fn install(client: &Client) -> anyhow::Result<Installed> {
-    let system = TestNamespace::new(client, "e2e-sys").await?;
-    let team_a = TestNamespace::new(client, "e2e-a").await?;
-    let team_b = TestNamespace::new(client, "e2e-b").await?;
+    install_release(client, "e2e", &[]).await
+}
+
+/// `helm install` of the chart as `release` (also the namespaces' prefix),
+/// with more `--set` values.
+pub async fn install_release(client: &Client, release: &str, sets: &[&str]) -> anyhow::Result<Installed> {
+    let system = TestNamespace::new(client, &format!("{release}-sys")).await?;
+    let team_a = TestNamespace::new(client, &format!("{release}-a")).await?;
+    let team_b = TestNamespace::new(client, &format!("{release}-b")).await?;
     let watch = format!("watchNamespaces={{{},{}}}", team_a.name, team_b.name);
     let tolerations = format!("tolerations={}", tolerations());
     let installer_tolerations = format!("seccompProfileInstaller.tolerations={}", self::tolerations());
-    helm(&[
+    let mut args = vec![
         "install",
-        RELEASE,
+        release,
         CHART,
         "-n",
         &system.name,
@@ -82,15 +89,25 @@ pub async fn install(client: &Client) -> anyhow::Result<Installed> {
         "logFormat=text",
         "--set",
         CLUSTER_CIDRS,
-    ])
-    .await?
-    .ok("helm install")?;
+    ];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    helm(&args).await?.ok("helm install")?;
     let (fixture_url, internal_url, other_namespace_url) = tokio::try_join!(
         start_fixture(client, &team_a.name, "fixture"),
         start_fixture(client, &team_a.name, "internal"),
         start_fixture(client, &team_b.name, "fixture"),
     )?;
-    Ok(Installed { system, team_a, team_b, fixture_url, internal_url, other_namespace_url })
+    Ok(Installed {
+        release: release.to_owned(),
+        system,
+        team_a,
+        team_b,
+        fixture_url,
+        internal_url,
+        other_namespace_url,
+    })
 }
 
 /// `helm uninstall` (the CRD stays: resource-policy keep), then the
@@ -98,9 +115,10 @@ pub async fn install(client: &Client) -> anyhow::Result<Installed> {
 /// background deletions, and the next suite would share the node with
 /// leftover browsers.
 pub async fn uninstall(client: &Client, installed: &Installed) -> anyhow::Result<()> {
-    let uninstalled = helm(&["uninstall", RELEASE, "-n", &installed.system.name, "--wait", "--timeout", "120s"])
-        .await?
-        .ok("helm uninstall");
+    let uninstalled =
+        helm(&["uninstall", &installed.release, "-n", &installed.system.name, "--wait", "--timeout", "120s"])
+            .await?
+            .ok("helm uninstall");
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for ns in [&installed.team_a, &installed.team_b, &installed.system] {
         namespaces.delete(&ns.name, &DeleteParams::background()).await?;
