@@ -216,10 +216,10 @@ wait_for() {
   log "${what}: ok after $((SECONDS - t0)) s"
 }
 
-# go_install_cached DIR RECIPE PACKAGE@VERSION [LDFLAGS] — `go install` PACKAGE from the Go
-# module proxy into DIR/bin once, static and stripped, under a lock (concurrent callers wait
-# for one build); DIR/.built-r<RECIPE> marks a complete build (bump RECIPE when the flags
-# change).
+# go_install_cached DIR RECIPE PACKAGE@VERSION [LDFLAGS [PACKAGE@VERSION...]] — `go install`
+# PACKAGE (and any more packages of the same module and version) from the Go module proxy
+# into DIR/bin once, static and stripped, under a lock (concurrent callers wait for one
+# build); DIR/.built-r<RECIPE> marks a complete build (bump RECIPE when the flags change).
 go_install_cached() {
   local dir="$1" recipe="$2" package="$3" ldflags="${4:-}" t0
   [[ -f "${dir}/.built-r${recipe}" ]] && return 0
@@ -232,7 +232,7 @@ go_install_cached() {
     log "building ${package} from the Go module proxy"
     t0=$SECONDS
     GOBIN="${dir}/bin" CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install -trimpath \
-      -ldflags "-s -w ${ldflags}" "$package"
+      -ldflags "-s -w ${ldflags}" "$package" "${@:5}"
     touch "${dir}/.built-r${recipe}"
     log "built ${package} in $((SECONDS - t0)) s"
   ) 9>"${dir}.lock"
