@@ -115,7 +115,7 @@ pub fn add_user_command(name: &str, uid: u32, gid: u32) -> String {
     format!(
         "grep -q '^[^:]*:[^:]*:{gid}:' /etc/group || echo '{name}:x:{gid}:' >> /etc/group; \
          grep -q '^[^:]*:[^:]*:{uid}:' /etc/passwd || echo '{name}:x:{uid}:{gid}:{name}:{home}:/usr/sbin/nologin' >> /etc/passwd",
-        home = il::HOME
+        home = il::HOME_DIR
     )
 }
 
@@ -126,7 +126,7 @@ pub fn render(input: &RenderInput<'_>) -> String {
     let mut d = String::new();
     let _ = writeln!(d, "# Rendered by playpen-imagebuild from the lock; do not edit.");
     let _ = writeln!(d, "FROM {}", spec.base.image);
-    let _ = writeln!(d, "SHELL [\"/bin/sh\", \"-eu\", \"-c\"]");
+    let _ = writeln!(d, "SHELL [{}, \"-eu\", \"-c\"]", quote(il::SHELL));
     if input.family == OsFamily::Apt {
         let _ = writeln!(d, "ARG DEBIAN_FRONTEND=noninteractive");
     }
@@ -138,10 +138,11 @@ pub fn render(input: &RenderInput<'_>) -> String {
     if let LockedChromium::Archive { .. } = &lock.chromium {
         let _ = writeln!(d, "ADD {} {}/", il::CHROMIUM_ARCHIVE, il::CHROMIUM_ARCHIVE_DIR);
     }
-    let _ = writeln!(d, "ENV PLAYWRIGHT_BROWSERS_PATH={} HOME={}", il::BROWSERS_DIR, il::HOME);
+    let _ = writeln!(d, "ENV {}={} {}={}", il::env::BROWSERS_PATH, il::BROWSERS_DIR, il::env::HOME, il::HOME_DIR);
     if lock.session_runtime.is_some() {
         // The runtime spawns the daemon with this interpreter from this package.
-        let _ = writeln!(d, "ENV PLAYPEN_NODE={} PLAYPEN_CLI_PACKAGE={}", il::NODE_BIN, il::CLI_PACKAGE_DIR);
+        let (node, package) = (il::env::NODE, il::env::CLI_PACKAGE);
+        let _ = writeln!(d, "ENV {node}={} {package}={}", il::NODE_BIN, il::CLI_PACKAGE_DIR);
     }
     if let LockedChromium::Playwright { revision, .. } = &lock.chromium {
         let _ = writeln!(d, "RUN {}", install_browser_command(input.family, revision));
@@ -233,7 +234,7 @@ mod tests {
         assert!(step.contains("install-browser chromium --with-deps"));
         assert!(step.contains("retrying without it"));
         assert!(step.contains("Host system is missing dependencies") && step.contains("exit 19"));
-        assert!(step.contains("/opt/playpen/browsers/chromium-1247"));
+        assert!(step.contains(&format!("{}/chromium-1247", il::BROWSERS_DIR)));
         // The CLI layer must be in place before the browser step.
         assert!(d.find("ADD playpen-layer.tar /").unwrap() < d.find("install-browser").unwrap());
     }
@@ -312,11 +313,13 @@ mod tests {
         let labels = crate::labels::labels(&lock, family, "sha256:0");
         let d = render(&RenderInput { lock: &lock, family, labels: &labels });
         assert!(d.contains("USER 1000:1000"));
-        assert!(d.contains("ENTRYPOINT [\"/usr/local/bin/playpen-session\", \"run\"]"));
-        assert!(d.contains("ENV PLAYPEN_NODE=/opt/playpen/node/bin/node PLAYPEN_CLI_PACKAGE=/opt/playpen/cli/node_modules/@playwright/cli"));
+        assert!(d.contains(&format!("ENTRYPOINT [\"{}\", \"run\"]", il::SESSION_RUNTIME_BIN)));
+        let (node, package) = (il::env::NODE, il::env::CLI_PACKAGE);
+        assert!(d.contains(&format!("ENV {node}={} {package}={}", il::NODE_BIN, il::CLI_PACKAGE_DIR)));
         assert!(d.contains("\"dev.playpen.image.node.version\"=\"22.12.0\" \\\n"), "{d}");
         assert_eq!(d.matches("LABEL ").count(), 1, "one LABEL instruction, one step");
-        assert!(d.contains("echo 'playpen:x:1000:1000:playpen:/var/lib/playpen/home:/usr/sbin/nologin' >> /etc/passwd"));
+        let passwd = format!("echo 'playpen:x:1000:1000:playpen:{}:/usr/sbin/nologin' >> /etc/passwd", il::HOME_DIR);
+        assert!(d.contains(&passwd), "{d}");
         // The user step runs as root, before USER.
         assert!(d.find("/etc/passwd").unwrap() < d.find("USER 1000:1000").unwrap());
     }
@@ -326,12 +329,14 @@ mod tests {
         let lock = lock_for(LockedChromium::Archive {
             url: "https://example.invalid/c.tgz".into(),
             integrity: crate::digest::Integrity::sha256_of(b"a"),
-            executable_path: "/opt/playpen/chromium/chrome-linux/chrome".into(),
+            executable_path: format!("{}/chrome-linux/chrome", il::CHROMIUM_ARCHIVE_DIR),
         });
         let family = OsFamily::Apt;
         let labels = crate::labels::labels(&lock, family, "sha256:0");
         let d = render(&RenderInput { lock: &lock, family, labels: &labels });
-        assert!(d.contains("libnss3") && d.contains("ADD chromium-archive.tar.gz /opt/playpen/chromium/"));
+        assert!(
+            d.contains("libnss3") && d.contains(&format!("ADD {} {}/", il::CHROMIUM_ARCHIVE, il::CHROMIUM_ARCHIVE_DIR))
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! 1.41), build from a context tar made in Rust, run a command in an image and
 //! capture its output, tag.
 
+use crate::image_layout as il;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     BuildImageOptions, CreateContainerOptions, LogsOptions, PushImageOptions, RemoveContainerOptions, TagImageOptions,
@@ -15,6 +16,8 @@ use std::time::Duration;
 /// live mirror and Chromium's packages; a dead mirror fails long before (the package
 /// steps bound every fetch, see [`crate::mirror`]).
 pub const DEFAULT_BUILD_TIMEOUT: Duration = Duration::from_secs(1800);
+/// The build host's environment variable for `--build-timeout` (seconds).
+pub const BUILD_TIMEOUT_ENV: &str = "PLAYPEN_BUILD_TIMEOUT";
 
 /// Engine failures.
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +50,7 @@ pub enum EngineError {
     /// The watchdog stopped a build that ran past its time.
     #[error(
         "the build did not finish within {secs} s and was stopped (raise --build-timeout or \
-         PLAYPEN_BUILD_TIMEOUT for a slow mirror); the last step printed:\n{tail}"
+         {BUILD_TIMEOUT_ENV} for a slow mirror); the last step printed:\n{tail}"
     )]
     TimedOut {
         /// The limit.
@@ -200,8 +203,8 @@ impl Engine {
     pub async fn run(&self, image: &str, script: &str, options: &RunOptions) -> Result<RunOutput, EngineError> {
         let mut tmpfs = HashMap::new();
         if options.read_only_root {
-            tmpfs.insert("/tmp".to_owned(), "rw,mode=1777".to_owned());
-            tmpfs.insert("/var/lib/playpen".to_owned(), "rw,mode=1777".to_owned());
+            tmpfs.insert(il::TMP_DIR.to_owned(), "rw,mode=1777".to_owned());
+            tmpfs.insert(il::DATA_HOME.to_owned(), "rw,mode=1777".to_owned());
         }
         let host = HostConfig {
             readonly_rootfs: Some(options.read_only_root),
@@ -214,9 +217,9 @@ impl Engine {
         let body = ContainerCreateBody {
             image: Some(image.to_owned()),
             user: options.user.clone(),
-            entrypoint: Some(vec!["/bin/sh".into(), "-c".into()]),
+            entrypoint: Some(vec![il::SHELL.into(), "-c".into()]),
             cmd: Some(vec![script.to_owned()]),
-            env: Some(vec!["HOME=/var/lib/playpen/home".into()]),
+            env: Some(vec![format!("{}={}", il::env::HOME, il::HOME_DIR)]),
             host_config: Some(host),
             ..Default::default()
         };

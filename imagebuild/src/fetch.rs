@@ -306,6 +306,9 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// The build host's environment variable for `--cache-dir`.
+pub const CACHE_ENV: &str = "PLAYPEN_IMAGEBUILD_CACHE";
+
 /// The default cache directory: `$XDG_CACHE_HOME/playpen-imagebuild` or `~/.cache/playpen-imagebuild`.
 pub fn default_cache_dir() -> PathBuf {
     std::env::var_os("XDG_CACHE_HOME")

@@ -1,26 +1,28 @@
-//! Where the builder puts things inside the image.
+//! Where the builder puts things inside the image. The paths the Pod relies on
+//! are the in-image contract stated once in [`playpen_api::layout`] and
+//! re-exported here; only the build context's own file names, the npm name of
+//! the CLI package and the base image's shell are the builder's alone.
 
-/// Root of everything the builder adds.
-pub const PLAYPEN_ROOT: &str = "/opt/playpen";
-/// The verified Node interpreter.
-pub const NODE_BIN: &str = "/opt/playpen/node/bin/node";
-/// The npm-style project holding `node_modules/{@playwright/cli,playwright,playwright-core}`.
-pub const CLI_PREFIX: &str = "/opt/playpen/cli";
-/// The `@playwright/cli` package directory (`PLAYPEN_CLI_PACKAGE`).
-pub const CLI_PACKAGE_DIR: &str = "/opt/playpen/cli/node_modules/@playwright/cli";
-/// `playwright-cli` on PATH: a wrapper pinning [`NODE_BIN`].
-pub const CLI_WRAPPER: &str = "/usr/local/bin/playwright-cli";
-/// Playwright's browser cache (`PLAYWRIGHT_BROWSERS_PATH`) for `source: playwright`.
-pub const BROWSERS_DIR: &str = "/opt/playpen/browsers";
-/// Where an `archive` Chromium is unpacked.
-pub const CHROMIUM_ARCHIVE_DIR: &str = "/opt/playpen/chromium";
-/// Launch-config defaults the image carries (the operator's Secret overrides them).
-pub const LAUNCH_DEFAULTS: &str = "/etc/playpen/launch-defaults.json";
-/// The session runtime (operator contract).
-pub const SESSION_RUNTIME_BIN: &str = "/usr/local/bin/playpen-session";
-/// HOME in the Pod (an emptyDir; the root filesystem is read-only).
-pub const HOME: &str = "/var/lib/playpen/home";
+pub use playpen_api::layout::{
+    env, BROWSERS_DIR, CHROMIUM_ARCHIVE_DIR, CLI_PACKAGE_DIR, CLI_PREFIX, CLI_WRAPPER, DATA_HOME, HOME_DIR, IMAGE_ROOT,
+    LAUNCH_DEFAULTS, NODE_BIN, SESSION_RUNTIME_BIN, TMP_DIR,
+};
+
+/// The npm name of the CLI package, installed at [`CLI_PACKAGE_DIR`].
+pub const CLI_PACKAGE: &str = "@playwright/cli";
+/// The shell every supported base image has (Dockerfile `SHELL`, verification runs).
+pub const SHELL: &str = "/bin/sh";
 /// The layer tar's file name in the build context.
 pub const LAYER_TAR: &str = "playpen-layer.tar";
 /// The Chromium archive's file name in the build context.
 pub const CHROMIUM_ARCHIVE: &str = "chromium-archive.tar.gz";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cli_package_directory_is_the_npm_name_under_the_prefix() {
+        assert_eq!(CLI_PACKAGE_DIR, format!("{CLI_PREFIX}/node_modules/{CLI_PACKAGE}"));
+    }
+}

@@ -35,7 +35,7 @@ enum Command {
         #[arg(long, short)]
         lock: Option<PathBuf>,
         /// Download cache (default: ~/.cache/playpen-imagebuild).
-        #[arg(long, env = "PLAYPEN_IMAGEBUILD_CACHE")]
+        #[arg(long, env = playpen_imagebuild::fetch::CACHE_ENV)]
         cache_dir: Option<PathBuf>,
     },
     /// Build, verify and tag an image from a lock only.
@@ -50,7 +50,7 @@ enum Command {
         #[arg(long, default_value = "imagebuild-out")]
         out_dir: PathBuf,
         /// Download cache.
-        #[arg(long, env = "PLAYPEN_IMAGEBUILD_CACHE")]
+        #[arg(long, env = playpen_imagebuild::fetch::CACHE_ENV)]
         cache_dir: Option<PathBuf>,
         /// Tag without running the image first (not recommended).
         #[arg(long)]
@@ -69,7 +69,7 @@ enum Command {
         push: bool,
         /// Stop the engine build after this many seconds (a watchdog: package fetches have
         /// their own 10 s timeouts, so a dead mirror fails long before).
-        #[arg(long, env = "PLAYPEN_BUILD_TIMEOUT", default_value_t = playpen_imagebuild::engine::DEFAULT_BUILD_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+        #[arg(long, env = playpen_imagebuild::engine::BUILD_TIMEOUT_ENV, default_value_t = playpen_imagebuild::engine::DEFAULT_BUILD_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
         build_timeout: u64,
     },
     /// Print (or write) the spec's JSON Schema.

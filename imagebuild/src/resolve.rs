@@ -10,8 +10,7 @@ use crate::spec::{ChromiumSource, ImageSpec, Libc, NodeSource};
 use crate::untrusted::{self, Origin, UnsafeInput, Violation};
 use std::collections::{BTreeMap, VecDeque};
 
-/// The CLI package.
-pub const CLI_PACKAGE: &str = "@playwright/cli";
+pub use crate::image_layout::CLI_PACKAGE;
 /// Default nodejs.org-style dist roots.
 pub const NODE_DIST: &str = "https://nodejs.org/dist";
 /// Unofficial musl builds.

@@ -260,6 +260,15 @@ pub fn token(s: &str) -> Result<(), Violation> {
     Ok(())
 }
 
+/// `MAJOR.MINOR.PATCH` with plain numbers.
+pub fn parse_exact_version(v: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = v.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    let patch = parts.next()?.parse().ok()?;
+    parts.next().is_none().then_some((major, minor, patch))
+}
+
 /// An exact npm version: `1.2.3`, `1.2.3-alpha.4`, `1.2.3-alpha-2026-01-01+build.5`.
 pub fn exact_version(v: &str) -> Result<(), Violation> {
     check_len(v, MAX_VERSION)?;
@@ -273,11 +282,7 @@ pub fn exact_version(v: &str) -> Result<(), Violation> {
     };
     let ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
     let digits = core.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
-    if digits
-        && crate::validate::parse_exact_version(core).is_some()
-        && pre.is_none_or(ident)
-        && build.is_none_or(ident)
-    {
+    if digits && parse_exact_version(core).is_some() && pre.is_none_or(ident) && build.is_none_or(ident) {
         Ok(())
     } else {
         Err(Violation::NotExactVersion)

@@ -49,7 +49,7 @@ pub fn validate(spec: &ImageSpec) -> Result<(), InvalidSpec> {
         );
     }
 
-    match parse_exact_version(&spec.node.version) {
+    match untrusted::parse_exact_version(&spec.node.version) {
         None => push(
             "node.version",
             format!(
@@ -226,15 +226,6 @@ fn check_url(url: &str, field: &'static str, push: &mut impl FnMut(&'static str,
             ),
         );
     }
-}
-
-/// `MAJOR.MINOR.PATCH` with plain numbers.
-pub fn parse_exact_version(v: &str) -> Option<(u64, u64, u64)> {
-    let mut parts = v.split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    let patch = parts.next()?.parse().ok()?;
-    parts.next().is_none().then_some((major, minor, patch))
 }
 
 /// 64 lowercase or uppercase hex digits.

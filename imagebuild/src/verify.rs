@@ -132,7 +132,8 @@ mod tests {
         lock.spec.sandbox.mode = SandboxMode::Disabled;
         assert!(script(&lock, OsFamily::Apt).contains("--no-sandbox"));
         lock.chromium = LockedChromium::Playwright { revision: "1247".into(), browser_version: None };
-        assert!(script(&lock, OsFamily::Dnf).contains("/opt/playpen/browsers/chromium-1247/chrome-linux"));
+        let exe_dir = format!("{}/chromium-1247/chrome-linux", crate::image_layout::BROWSERS_DIR);
+        assert!(script(&lock, OsFamily::Dnf).contains(&exe_dir));
     }
 
     #[test]

@@ -27,6 +27,32 @@ pub const AUTH_STATE_FILE: &str = "state.json";
 pub const SESSION_RUNTIME_BIN: &str = "/usr/local/bin/playpen-session";
 /// Where the container writes its termination message.
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+/// `HOME` in the Pod: a directory under [`DATA_HOME`] (the root filesystem is
+/// read-only, so it has to live on the data-home emptyDir).
+pub const HOME_DIR: &str = "/var/lib/playpen/home";
+/// The Pod's writable scratch directory (an emptyDir; `TMPDIR`).
+pub const TMP_DIR: &str = "/tmp";
+
+// What the image builder (playpen-imagebuild) installs and the Pod relies on.
+
+/// Root of everything the image builder adds under `/opt`.
+pub const IMAGE_ROOT: &str = "/opt/playpen";
+/// The verified Node interpreter the image carries ([`env::NODE`]).
+pub const NODE_BIN: &str = "/opt/playpen/node/bin/node";
+/// The npm-style project holding `node_modules/{@playwright/cli,playwright,playwright-core}`.
+pub const CLI_PREFIX: &str = "/opt/playpen/cli";
+/// The `@playwright/cli` package directory inside [`CLI_PREFIX`] ([`env::CLI_PACKAGE`]).
+pub const CLI_PACKAGE_DIR: &str = "/opt/playpen/cli/node_modules/@playwright/cli";
+/// `playwright-cli` on `PATH`: a wrapper pinning [`NODE_BIN`] (and, with the
+/// session runtime in the image, handing over to `playpen-session cli`).
+pub const CLI_WRAPPER: &str = "/usr/local/bin/playwright-cli";
+/// Playwright's browser cache ([`env::BROWSERS_PATH`]) for Chromium installed by Playwright.
+pub const BROWSERS_DIR: &str = "/opt/playpen/browsers";
+/// Where a Chromium release archive is unpacked.
+pub const CHROMIUM_ARCHIVE_DIR: &str = "/opt/playpen/chromium";
+/// Launch-config defaults the image carries; the launch config mounted at
+/// [`LAUNCH_CONFIG_DIR`] overrides them.
+pub const LAUNCH_DEFAULTS: &str = "/etc/playpen/launch-defaults.json";
 
 /// Environment variable names the Pod sets for the runtime and for every
 /// `playwright-cli` process started in the container.
@@ -43,6 +69,18 @@ pub mod env {
     pub const MCP_OUTPUT_DIR: &str = "PLAYWRIGHT_MCP_OUTPUT_DIR";
     /// Path of the runtime configuration JSON.
     pub const RUNTIME_CONFIG: &str = "PLAYPEN_RUNTIME_CONFIG";
+    /// The Node interpreter the session runtime starts the CLI daemon with
+    /// (the image sets it to [`super::NODE_BIN`]).
+    pub const NODE: &str = "PLAYPEN_NODE";
+    /// The `@playwright/cli` package directory the session runtime runs
+    /// (the image sets it to [`super::CLI_PACKAGE_DIR`]).
+    pub const CLI_PACKAGE: &str = "PLAYPEN_CLI_PACKAGE";
+    /// Playwright's browser cache (the image sets it to [`super::BROWSERS_DIR`]).
+    pub const BROWSERS_PATH: &str = "PLAYWRIGHT_BROWSERS_PATH";
+    /// The home directory ([`super::HOME_DIR`] in the Pod and the image).
+    pub const HOME: &str = "HOME";
+    /// The scratch directory ([`super::TMP_DIR`] in the Pod).
+    pub const TMPDIR: &str = "TMPDIR";
 }
 
 /// AF_UNIX `sun_path` budget the CLI enforces (bytes, excluding the NUL).
@@ -131,6 +169,17 @@ mod tests {
         let err = check_socket_budget(&dir, &too_long).unwrap_err();
         assert_eq!(err.len, SOCKET_PATH_BUDGET);
         assert!(err.to_string().contains("at most 45 characters"));
+    }
+
+    #[test]
+    fn contract_paths_nest_as_documented() {
+        assert_eq!(HOME_DIR, format!("{DATA_HOME}/home"));
+        assert!(SNAPSHOT_DIR.starts_with(&format!("{DATA_HOME}/")));
+        assert!(PROFILE_DIR.starts_with(&format!("{DATA_HOME}/")));
+        for path in [NODE_BIN, CLI_PREFIX, BROWSERS_DIR, CHROMIUM_ARCHIVE_DIR] {
+            assert!(path.starts_with(&format!("{IMAGE_ROOT}/")), "{path}");
+        }
+        assert_eq!(CLI_PACKAGE_DIR, format!("{CLI_PREFIX}/node_modules/@playwright/cli"));
     }
 
     #[test]
