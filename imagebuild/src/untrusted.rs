@@ -127,6 +127,8 @@ pub enum Origin {
     Lock(String),
     /// A tarball (what it is, for example `playwright-core@1.58.0`).
     Tarball(String),
+    /// The image archive the engine wrote with `docker save` (its path).
+    EngineArchive(String),
 }
 
 impl fmt::Display for Origin {
@@ -135,6 +137,7 @@ impl fmt::Display for Origin {
             Origin::Registry(url) => write!(f, "the registry {url}"),
             Origin::Lock(path) => write!(f, "lock {path}"),
             Origin::Tarball(what) => write!(f, "the tarball of {what}"),
+            Origin::EngineArchive(path) => write!(f, "the engine's image archive {path}"),
         }
     }
 }
@@ -175,6 +178,12 @@ impl UnsafeInput {
             Origin::Tarball(_) => format!(
                 "do not build with it: the lock pins a tarball whose `{}` is hostile; check `registry.npm` and \
                  the package's version, then run `playpen-imagebuild lock` again",
+                self.field
+            ),
+            Origin::EngineArchive(_) => format!(
+                "the Docker Engine wrote a `docker save` archive whose `{}` does not name a file inside it: do not use this \
+                 engine's output; check which engine DOCKER_HOST points at and build again without --oci-layout \
+                 until it is trusted",
                 self.field
             ),
         }
