@@ -29,8 +29,10 @@ pub const APT_CHROMIUM_LIBS: &[&str] = &[
     "libxrandr2",
 ];
 
-/// Chromium's libraries for the RHEL family, anchored on the list machine-derived
-/// for Rocky 9 in Playwright's (unmerged) PR #40312.
+/// Chromium's libraries for the RHEL family: the packages providing the shared
+/// libraries Chromium links against on Rocky Linux 9, as derived by machine for a
+/// Rocky 9 dependency table proposed to Playwright (microsoft/playwright pull
+/// request 40312, not merged; Playwright's own table covers Debian and Ubuntu only).
 pub const RPM_CHROMIUM_LIBS: &[&str] = &[
     "alsa-lib",
     "at-spi2-atk",
