@@ -122,6 +122,8 @@ pub fn from_docker_archive(archive: &Path, reference: &str, dir: &Path) -> Resul
     let file = std::fs::File::open(archive).map_err(io(archive))?;
     let mut tar = tar::Archive::new(file);
     let mut members: HashMap<String, Member> = HashMap::new();
+    // Every blob written from the archive (a name repeated in the archive writes two).
+    let mut stored: Vec<String> = Vec::new();
     for entry in tar.entries().map_err(io(archive))? {
         let mut entry = entry.map_err(io(archive))?;
         let kind = entry.header().entry_type();
@@ -132,6 +134,7 @@ pub fn from_docker_archive(archive: &Path, reference: &str, dir: &Path) -> Resul
         let name = untrusted::relative_path(&raw).map_err(|v| refused("entry name", &raw, v))?;
         let member = if kind.is_file() {
             let (hex, size) = stream_blob(dir, &mut entry)?;
+            stored.push(hex.clone());
             Member::Blob(hex, size)
         } else {
             let target = entry
@@ -150,13 +153,6 @@ pub fn from_docker_archive(archive: &Path, reference: &str, dir: &Path) -> Resul
         };
         members.insert(name, member);
     }
-    let stored: Vec<String> = members
-        .values()
-        .filter_map(|m| match m {
-            Member::Blob(hex, _) => Some(hex.clone()),
-            Member::Link(_) => None,
-        })
-        .collect();
     let find = |field: &str, path: &str| -> Result<(String, u64), OciError> {
         let mut name = untrusted::relative_path(path).map_err(|v| refused(field, path, v))?;
         for _ in 0..=MAX_LINK_HOPS {
@@ -487,6 +483,30 @@ mod tests {
         let digest = from_docker_archive(&archive, "x:1", &out).unwrap();
         assert_eq!(check_layout(&out).unwrap(), 3);
         assert_eq!(written_manifest(&out, &digest).layers()[0].digest().digest(), plain_hex);
+    }
+
+    /// A name repeated in the archive means its last member (as tar extraction does);
+    /// the earlier member's blob is not left behind.
+    #[test]
+    fn a_repeated_name_keeps_only_the_last_member() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (old, new) = (layer("a", b"old"), layer("a", b"new"));
+        let config = config(&[&new]);
+        let manifest = br#"[{"Config":"c.json","Layers":["l/layer.tar"]}]"#;
+        let archive = archive(
+            tmp.path(),
+            &[
+                ("l/layer.tar", M::File(&old)),
+                ("l/layer.tar", M::File(&new)),
+                ("c.json", M::File(&config)),
+                ("manifest.json", M::File(manifest)),
+            ],
+        );
+        let out = tmp.path().join("oci");
+        let digest = from_docker_archive(&archive, "x:1", &out).unwrap();
+        assert_eq!(check_layout(&out).unwrap(), 3);
+        assert_eq!(written_manifest(&out, &digest).layers()[0].digest().digest(), sha(&new));
+        assert!(!out.join("blobs/sha256").join(sha(&old)).exists());
     }
 
     fn convert(members: &[(&str, M<'_>)]) -> Result<String, OciError> {
