@@ -18,7 +18,7 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use playpen_session::fastpath::compat::BUILT_FOR_CORE;
+use playpen_session::cli::fastpath::compat::BUILT_FOR_CORE;
 use support::*;
 
 const MAIN_PAGE: &str = r#"<!doctype html><html><head><title>Fixture</title><link rel="icon" href="data:,"></head><body>

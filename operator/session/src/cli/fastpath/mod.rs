@@ -25,10 +25,10 @@
 
 pub mod args;
 pub mod compat;
-pub mod help;
-pub mod registry;
-pub mod sha1;
-pub mod socket;
+pub(crate) mod help;
+pub(crate) mod registry;
+pub(crate) mod sha1;
+pub(crate) mod socket;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -136,7 +136,7 @@ pub fn load_install(package: &Path, version_override: Option<&str>) -> Result<In
         return Err(Mismatch::Cli { found: cli_version.to_owned() }.into());
     }
     let mut core = None;
-    for dir in crate::hooks::core_candidates(package) {
+    for dir in crate::cli_install::core_candidates(package) {
         if let Ok(manifest) = read_json(&dir.join("package.json")) {
             if manifest.get("name").and_then(|n| n.as_str()) == Some("playwright-core") {
                 core = Some((dir, manifest));

@@ -5,7 +5,9 @@
 //! `<node> <package>/playwright-cli.js <args…>`, giving a bare `snapshot` a
 //! unique `--filename` in the snapshot directory so that stdout carries a
 //! path (about 150 bytes) instead of the whole tree. Commands the session's
-//! daemon serves are answered natively first ([`crate::fastpath`], issue 7).
+//! daemon serves are answered natively first ([`crate::cli::fastpath`], issue 7).
+
+pub mod fastpath;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -85,7 +87,7 @@ pub fn unique_suffix() -> String {
 }
 
 /// Runs the CLI: through the native fast path when it can answer (see
-/// [`crate::fastpath`]), else by exec'ing the Node client. Returns the exit
+/// [`crate::cli::fastpath`]), else by exec'ing the Node client. Returns the exit
 /// code to use (the exec only returns on failure).
 pub fn exec(args: &[String]) -> i32 {
     let Some(package) = std::env::var_os("PLAYPEN_CLI_PACKAGE") else {
@@ -97,10 +99,10 @@ pub fn exec(args: &[String]) -> i32 {
         _ => args.to_vec(),
     };
     announce_close(&args);
-    match crate::fastpath::run(&args, Path::new(&package)) {
-        crate::fastpath::Outcome::Done(code) => return code,
-        crate::fastpath::Outcome::Node(_) => {}
-        crate::fastpath::Outcome::Fallback(notice) => eprintln!("{notice}"),
+    match crate::cli::fastpath::run(&args, Path::new(&package)) {
+        crate::cli::fastpath::Outcome::Done(code) => return code,
+        crate::cli::fastpath::Outcome::Node(_) => {}
+        crate::cli::fastpath::Outcome::Fallback(notice) => eprintln!("{notice}"),
     }
     let node = std::env::var_os("PLAYPEN_NODE").unwrap_or_else(|| "node".into());
     let err = std::process::Command::new(&node).arg(Path::new(&package).join("playwright-cli.js")).args(&args).exec();
