@@ -1,4 +1,4 @@
-//! The wrapper's native fast path (issue 7) against the real playwright-cli
+//! The wrapper's native fast path against the real playwright-cli
 //! 0.1.22: a real session (the runtime's daemon, Debian's chromium, a
 //! loopback fixture site) driven by the Node client and by the fast client
 //! from the same state, with identical stdout, stderr and exit codes. The

@@ -1,11 +1,11 @@
 //! `playpen-session cli <args…>`: the logic of the `playwright-cli` wrapper the
-//! image puts on PATH (issue 3, item 7). The wrapper script pins the
+//! image puts on PATH. The wrapper script pins the
 //! verified Node interpreter and the package (`PLAYPEN_NODE`,
 //! `PLAYPEN_CLI_PACKAGE`) and execs this; this execs
 //! `<node> <package>/playwright-cli.js <args…>`, giving a bare `snapshot` a
 //! unique `--filename` in the snapshot directory so that stdout carries a
 //! path (about 150 bytes) instead of the whole tree. Commands the session's
-//! daemon serves are answered natively first ([`crate::cli::fastpath`], issue 7).
+//! daemon serves are answered natively first ([`crate::cli::fastpath`]).
 
 pub mod fastpath;
 

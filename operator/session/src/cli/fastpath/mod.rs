@@ -1,4 +1,5 @@
-//! The native fast path of the `playwright-cli` wrapper (issue 7).
+//! The native fast path of the `playwright-cli` wrapper: commands the
+//! session's daemon serves are answered without starting Node.
 //!
 //! For a command the daemon serves through `run`, the Node client spends
 //! about half a second starting Node and loading its bundle before it writes
