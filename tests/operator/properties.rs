@@ -15,7 +15,7 @@ use kube::ResourceExt;
 use playpen_api::naming::MANAGER;
 use playpen_api::BrowserSession;
 use playpen_operator::apply::Child;
-use playpen_operator::build::{self, Identity};
+use playpen_operator::children::{self, Identity};
 use playpen_operator::recovery::Recovery;
 use playpen_operator::status::{self, Observed};
 use playpen_tests::{client, ensure_crd, settings, TestNamespace};
@@ -213,7 +213,7 @@ async fn every_admitted_spec_builds_children_the_api_server_accepts() -> anyhow:
             Ok(stored) => {
                 admitted += 1;
                 let id = Identity::of(&stored)?;
-                let children = match build::children(&stored, &id, &settings()) {
+                let children = match children::build(&stored, &id, &settings()) {
                     Ok(c) => c,
                     Err(e) => {
                         findings.push(format!("case {case}: admitted but not buildable: {e}: {body}"));

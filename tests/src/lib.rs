@@ -14,7 +14,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use playpen_operator::build::{SeccompChoice, Settings};
+use playpen_operator::children::{SeccompChoice, Settings};
 use playpen_operator::leader::LeaseConfig;
 use playpen_operator::operator::{self, Handles};
 use playpen_operator::recovery::RecoveryBudget;

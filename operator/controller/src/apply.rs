@@ -10,7 +10,7 @@ use playpen_api::naming::MANAGER;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::build::Children;
+use crate::children::Children;
 use crate::error::{Error, Result};
 use crate::leader::Fence;
 

@@ -23,13 +23,13 @@ use playpen_api::text::{truncate, EVENT_NOTE_MAX_BYTES};
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode};
 use playpen_api::BrowserSession;
 use serde_json::json;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::{info, instrument, warn};
 
-use crate::build::{self, Identity, Settings};
+use crate::children::{self, Identity, Settings};
 use crate::error::{Error, Result};
 use crate::leader::Fence;
 use crate::metrics::{Metrics, PhaseLabels};
-use crate::operator::AbortOnDrop;
 use crate::recovery::{self, Recovery, RecoveryBudget};
 use crate::status::{self, Observed};
 use crate::{apply, validate};
@@ -147,7 +147,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let id = Identity::of(&bs)?;
     let missing = validate::missing_references(&ctx.client, &bs, &id.namespace).await?;
     // build
-    let children = build::children(&bs, &id, &ctx.settings)?;
+    let children = children::build(&bs, &id, &ctx.settings)?;
     // apply
     let now = Timestamp::now();
     let done = bs.status.as_ref().and_then(|s| s.pod_replacements.as_ref());
@@ -297,7 +297,7 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
     // Secrets are not watched: that would need list/watch on every Secret
     // in the cluster (and hold them in memory); the periodic requeue
     // repairs drift of the generated launch config instead.
-    let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=playpen-operator");
+    let owned = watcher::Config::default().labels(&children::managed_selector());
     // Creating one session makes five child events and a status update:
     // the debounce folds them into one reconcile; the concurrency bound caps
     // memory and API pressure when a thousand sessions arrive at once.
@@ -355,8 +355,8 @@ pub async fn run_with<R, F>(
             }
         })
     });
-    let _counter = AbortOnDrop(tokio::spawn(count_phases(stores, ctx.metrics.clone())));
-    let _shutdown = AbortOnDrop(tokio::spawn(async move {
+    let _counter = AbortOnDropHandle::new(tokio::spawn(count_phases(stores, ctx.metrics.clone())));
+    let _shutdown = AbortOnDropHandle::new(tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     }));

@@ -3,14 +3,14 @@
 //! Service and NetworkPolicy.
 //!
 //! Phases, one module each: [`validate`] (dereference what the spec names)
-//! → [`build`] (pure objects) → [`apply`] (server-side apply) →
+//! → [`children`] (pure objects) → [`apply`] (server-side apply) →
 //! [`recovery`] (pure: replace a failed Pod, or give up) →
 //! [`status`] (pure status from what the cluster reports). [`controller`]
 //! wires them to kube-rs; [`leader`], [`http`] and [`metrics`] make it a
 //! service; [`operator`] puts the pieces together for `main` and for tests.
 
 pub mod apply;
-pub mod build;
+pub mod children;
 pub mod controller;
 pub mod crd;
 pub mod error;

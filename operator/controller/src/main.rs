@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use playpen_operator::build::{Cidr, DnsPeer, EgressDefaults, SeccompChoice, Settings};
+use playpen_operator::children::{Cidr, DnsPeer, EgressDefaults, SeccompChoice, Settings};
 use playpen_operator::leader::LeaseConfig;
 use playpen_operator::operator::{self, Config};
 use playpen_operator::recovery::RecoveryBudget;

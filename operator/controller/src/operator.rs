@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use kube::Client;
 use tokio::sync::watch;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::info;
 
-use crate::build::Settings;
+use crate::children::Settings;
 use crate::controller::{self, Context};
 use crate::http::{self, Health};
 use crate::leader::{self, Fence, LeaseConfig};
@@ -61,14 +62,14 @@ pub async fn start(
     let run = async move {
         // Guards: dropping this future (a test stopping the operator) ends
         // every task it spawned, including the Lease renewals.
-        let _http = AbortOnDrop(tokio::spawn(async move {
+        let _http = AbortOnDropHandle::new(tokio::spawn(async move {
             if let Err(error) = serving.await {
                 tracing::error!(%error, "HTTP endpoints stopped");
             }
         }));
         let (leading_tx, mut leading) = watch::channel(config.lease.is_none());
         let elector = config.lease.clone().map(|lease| {
-            AbortOnDrop(tokio::spawn(leader::run(client.clone(), lease, leading_tx.clone(), fence.clone())))
+            AbortOnDropHandle::new(tokio::spawn(leader::run(client.clone(), lease, leading_tx.clone(), fence.clone())))
         });
         // Held for the whole run: a closed channel would read as "lost".
         let _leading_tx = leading_tx;
@@ -94,14 +95,4 @@ pub async fn start(
         }
     };
     Ok((handles, run))
-}
-
-/// Aborts a spawned task when dropped.
-#[derive(Debug)]
-pub struct AbortOnDrop<T>(pub tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }

@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use playpen_api::v1alpha1::PodReplacements;
 
-use crate::build::BROWSER_CONTAINER;
+use crate::children::BROWSER_CONTAINER;
 
 /// How much recovery a session gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //!
 //! Both end the daemon with exit status 0 and no output (measured on 0.1.22),
 //! so the exit alone cannot say which happened. The image's `playwright-cli`
-//! wrapper ([`crate::wrapper`]) knows: before it runs `close`, `close-all` or
+//! wrapper ([`crate::cli`]) knows: before it runs `close`, `close-all` or
 //! `kill-all`, it leaves a note beside the sockets naming the session. A
 //! daemon exit with a fresh note for its session is the agent's doing: the
 //! runtime opens a fresh browser without recording a restart, and the

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use playpen_api::layout::SocketBudgetExceeded;
 
-use crate::hooks::HooksError;
-use crate::readiness::BrowserMissing;
+use crate::cli_install::HooksError;
+use crate::run::readiness::BrowserMissing;
 
 /// Why the runtime gave up.
 #[derive(Debug, thiserror::Error)]

@@ -13,7 +13,7 @@ fn main() {
     // are the CLI's own, so clap never sees them.
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("cli") {
-        std::process::exit(playpen_session::wrapper::exec(&argv[2..]));
+        std::process::exit(playpen_session::cli::exec(&argv[2..]));
     }
     let cli = Cli::parse();
     tracing_subscriber::fmt()

@@ -7,25 +7,14 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use playpen_api::runtime_config::RuntimeConfig;
 
-use crate::relay::answers_http;
+use crate::run::namespace::daemon_sockets;
+use crate::run::relay::answers_http;
 use crate::{agent_close, restarts};
-
-/// The daemon sockets of `session`: `<sockets>/cli/<16hex>-<session>.sock`.
-pub fn daemon_sockets(sockets_dir: &Path, session: &str) -> Vec<PathBuf> {
-    let suffix = format!("-{session}.sock");
-    std::fs::read_dir(sockets_dir.join("cli"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(&suffix)))
-        .collect()
-}
 
 /// Why the session is not ready (`Ok` when it is).
 pub async fn check(config: &RuntimeConfig) -> Result<(), String> {

@@ -1,4 +1,4 @@
-//! The wrapper's native fast path (issue 7) against the real playwright-cli
+//! The wrapper's native fast path against the real playwright-cli
 //! 0.1.22: a real session (the runtime's daemon, Debian's chromium, a
 //! loopback fixture site) driven by the Node client and by the fast client
 //! from the same state, with identical stdout, stderr and exit codes. The
@@ -18,7 +18,7 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use playpen_session::fastpath::compat::BUILT_FOR_CORE;
+use playpen_session::cli::fastpath::compat::BUILT_FOR_CORE;
 use support::*;
 
 const MAIN_PAGE: &str = r#"<!doctype html><html><head><title>Fixture</title><link rel="icon" href="data:,"></head><body>

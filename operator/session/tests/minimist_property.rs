@@ -13,7 +13,7 @@ mod support;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use playpen_session::fastpath::args::minimist;
+use playpen_session::cli::fastpath::args::minimist;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};

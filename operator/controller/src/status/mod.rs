@@ -11,7 +11,7 @@ use playpen_api::text::{condition_reason, truncate, CONDITION_MESSAGE_MAX_BYTES}
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode, ViewerStatus};
 use playpen_api::BrowserSession;
 
-use crate::build::{egress_summary, EgressDefaults, Identity};
+use crate::children::{egress_summary, EgressDefaults, Identity};
 use crate::recovery::{self, Recovery};
 use crate::validate::MissingReference;
 
@@ -41,7 +41,7 @@ impl Cond {
 }
 
 fn browser_container(pod: &Pod) -> Option<&ContainerStatus> {
-    pod.status.as_ref()?.container_statuses.as_ref()?.iter().find(|c| c.name == crate::build::BROWSER_CONTAINER)
+    pod.status.as_ref()?.container_statuses.as_ref()?.iter().find(|c| c.name == crate::children::BROWSER_CONTAINER)
 }
 
 fn pod_condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a k8s_openapi::api::core::v1::PodCondition> {

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::{compute, Observed};
-use crate::build::{EgressDefaults, Identity};
+use crate::children::{EgressDefaults, Identity};
 use crate::recovery::Recovery;
 
 /// Text as a Pod could write it: short words, any Unicode, or long runs

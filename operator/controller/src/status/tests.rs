@@ -8,7 +8,7 @@ use playpen_api::BrowserSession;
 use serde_json::{json, Value};
 
 use super::{compute, Observed};
-use crate::build::{EgressDefaults, Identity};
+use crate::children::{EgressDefaults, Identity};
 use crate::recovery::Recovery;
 use crate::validate::MissingReference;
 

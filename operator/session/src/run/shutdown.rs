@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
-use crate::daemon::{kill_orphans, DaemonState};
-use crate::reaper::{reap_orphans, Managed};
-use crate::supervisor::{signal_group, ChildSpec};
+use crate::run::daemon::{kill_orphans, DaemonState};
+use crate::run::reaper::{reap_orphans, Managed};
+use crate::run::supervisor::{run_to_end, signal_group, ChildSpec};
 
 /// Time kept back at the end of the grace period for the hard kill.
 const KILL_RESERVE: Duration = Duration::from_secs(3);
@@ -18,34 +18,6 @@ const KILL_RESERVE: Duration = Duration::from_secs(3);
 /// `close`'s argv for `session`.
 pub fn close_args(session: &str) -> Vec<String> {
     vec![format!("-s={session}"), "close".to_owned()]
-}
-
-/// Runs a short CLI command (`close`, `state-load`) and waits (bounded) for it.
-pub async fn run_to_end(spec: &ChildSpec, timeout: Duration, managed: &Managed) {
-    let child = match spec.spawn() {
-        Ok(child) => child,
-        Err(err) => {
-            tracing::error!(%err, args = ?spec.args, "cannot run playwright-cli");
-            return;
-        }
-    };
-    let pid = child.id().unwrap_or_default();
-    managed.add(pid);
-    match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Ok(Ok(out)) => tracing::info!(
-            status = %out.status,
-            stdout = %String::from_utf8_lossy(&out.stdout).trim(),
-            stderr = %String::from_utf8_lossy(&out.stderr).trim(),
-            args = ?spec.args,
-            "playwright-cli"
-        ),
-        Ok(Err(err)) => tracing::warn!(%err, args = ?spec.args, "playwright-cli failed"),
-        Err(_) => {
-            tracing::warn!(?timeout, args = ?spec.args, "playwright-cli timed out");
-            signal_group(pid, Signal::SIGKILL);
-        }
-    }
-    managed.remove(pid);
 }
 
 /// The whole sequence, bounded by `grace`.

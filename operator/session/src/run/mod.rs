@@ -2,6 +2,20 @@
 //! and namespace, CLI attribution and hooks, browser readiness, pinned
 //! port), then the supervised children, retention, and the wait for SIGTERM.
 
+pub(crate) mod daemon;
+pub(crate) mod dashboard;
+pub(crate) mod idle;
+pub(crate) mod namespace;
+pub(crate) mod output;
+pub(crate) mod profile;
+pub(crate) mod readiness;
+pub(crate) mod reaper;
+pub mod relay;
+pub(crate) mod report;
+pub mod retention;
+pub(crate) mod shutdown;
+pub(crate) mod supervisor;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,16 +26,14 @@ use playpen_api::runtime_config::RuntimeConfig;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, watch};
 
+use crate::cli_install::{self, CoreInstall, HooksError, VerdictCache, DASHBOARD_ENTRY};
 use crate::config::{child_env, load, which, Options};
-use crate::daemon::{daemon_args, AuthLoad, DaemonPlan, DaemonState};
 use crate::error::{exit, Fatal};
-use crate::hooks::{self, CoreInstall, HooksError, VerdictCache};
-use crate::readiness;
-use crate::reaper::{self, Managed};
-use crate::report::Reporter;
-use crate::retention::{self, Policy};
-use crate::supervisor::ChildSpec;
-use crate::{dashboard, idle, namespace, probe, profile, relay, shutdown};
+use daemon::{daemon_args, AuthLoad, DaemonPlan, DaemonState};
+use reaper::Managed;
+use report::Reporter;
+use retention::Policy;
+use supervisor::ChildSpec;
 
 /// How long a daemon or dashboard start may take before it is torn down.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -64,12 +76,12 @@ fn prepare(opts: &Options) -> Result<Prepared, Fatal> {
     })?;
     let package = match &opts.cli_package {
         Some(dir) => dir.clone(),
-        None => hooks::package_of_launcher(&launcher)?,
+        None => cli_install::package_of_launcher(&launcher)?,
     };
-    let install = hooks::serving_core(&package)?;
+    let install = cli_install::serving_core(&package)?;
     let cache_file = Path::new(&config.sockets_dir).parent().map(|ns| ns.join("hooks-verdict.json"));
     let mut cache = cache_file.map(VerdictCache::persisted).unwrap_or_default();
-    hooks::verify(&install, &mut cache)?;
+    cli_install::verify(&install, &mut cache)?;
     let user_data_dir = check_browser(&config, &install, &home)?.map(PathBuf::from);
     std::fs::create_dir_all(&config.output_dir).map_err(|e| Fatal::Config {
         path: config.output_dir.clone().into(),
@@ -155,14 +167,14 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     let (state_tx, state_rx) = watch::channel(DaemonState::Starting);
     let (exited_tx, _exited_rx) = mpsc::unbounded_channel();
     let mut daemon_task =
-        tokio::spawn(crate::daemon::supervise(plan, managed.clone(), state_tx, stop_rx.clone(), exited_tx));
+        tokio::spawn(crate::run::daemon::supervise(plan, managed.clone(), state_tx, stop_rx.clone(), exited_tx));
     let mut dashboard_task = None;
     // Open viewer connections: someone watching or driving counts as use.
     let viewers = Arc::new(AtomicUsize::new(0));
     if let Some(listener) = listener {
         let (upstream_tx, upstream_rx) = watch::channel::<Option<SocketAddr>>(None);
         tokio::spawn(relay::serve(listener, upstream_rx, RELAY_WAIT, viewers.clone()));
-        let dashboard_entry = prepared.install.core.join(dashboard::DASHBOARD_ENTRY).display().to_string();
+        let dashboard_entry = prepared.install.core.join(DASHBOARD_ENTRY).display().to_string();
         let show = spec("dashboard", &prepared.node, dashboard::dashboard_args(&dashboard_entry, &config.session_name));
         dashboard_task = Some(tokio::spawn(dashboard::supervise(
             show,
@@ -243,7 +255,7 @@ fn idle_reached(
     let busy = move || {
         let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
         viewers.load(Ordering::Relaxed) > 0
-            || idle::in_flight(&table, &probe::daemon_sockets(&sockets_dir, &session)) > 0
+            || idle::in_flight(&table, &namespace::daemon_sockets(&sockets_dir, &session)) > 0
     };
     let timeout = idle::timeout_of(config.idle_timeout_seconds);
     let every = opts.retention_interval();

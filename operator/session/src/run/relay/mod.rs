@@ -5,7 +5,7 @@
 //! unchanged. While the child restarts, a new connection waits a bounded time
 //! for it and is then closed cleanly, never left hanging.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,10 +29,16 @@ pub fn bind_pinned(port: u16) -> Result<TcpListener, Fatal> {
 /// The dashboard's address from its `Listening on http://127.0.0.1:<port>[/…]`
 /// line; anything not on loopback is refused.
 pub fn parse_listening(line: &str) -> Option<SocketAddr> {
-    let url = line.split("Listening on ").nth(1)?.trim();
-    let rest = url.strip_prefix("http://")?;
-    let authority = rest.split(['/', '?']).next()?;
-    let addr: SocketAddr = authority.parse().ok()?;
+    let url = url::Url::parse(line.split("Listening on ").nth(1)?.trim()).ok()?;
+    if url.scheme() != "http" {
+        return None;
+    }
+    let ip = match url.host()? {
+        url::Host::Ipv4(ip) => IpAddr::V4(ip),
+        url::Host::Ipv6(ip) => IpAddr::V6(ip),
+        url::Host::Domain(_) => return None,
+    };
+    let addr = SocketAddr::new(ip, url.port_or_known_default()?);
     addr.ip().is_loopback().then_some(addr)
 }
 
@@ -127,6 +133,8 @@ mod tests {
         assert_eq!(parse_listening("Listening on http://localhost:8080"), None);
         assert_eq!(parse_listening("Listening on https://127.0.0.1:8080"), None);
         assert_eq!(parse_listening("starting"), None);
+        // The URL's own port rule: 80 is http's default, written or not.
+        assert_eq!(parse_listening("Listening on http://127.0.0.1:80/"), Some("127.0.0.1:80".parse().unwrap()));
     }
 
     #[tokio::test]

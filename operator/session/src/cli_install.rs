@@ -22,6 +22,8 @@ pub const HOOKED_FILES: &[(&str, &[&str])] = &[
 
 /// The daemon entry point inside playwright-core (what `playwright-cli open` spawns).
 pub const DAEMON_ENTRY: &str = "lib/entry/cliDaemon.js";
+/// The dashboard entry point inside playwright-core (what `show` runs).
+pub const DASHBOARD_ENTRY: &str = "lib/entry/dashboardApp.js";
 
 /// Why the installed CLI cannot be used with a socket namespace.
 #[derive(Debug, thiserror::Error)]
@@ -198,7 +200,7 @@ pub fn verify(install: &CoreInstall, cache: &mut VerdictCache) -> Result<(), Hoo
     for (file, needles) in HOOKED_FILES {
         missing.extend(cache.missing_in(&install.core.join(file), needles));
     }
-    for entry in [install.daemon_entry(), install.core.join(crate::dashboard::DASHBOARD_ENTRY)] {
+    for entry in [install.daemon_entry(), install.core.join(DASHBOARD_ENTRY)] {
         if !entry.is_file() {
             missing.push(format!("{}: file absent", entry.display()));
         }
@@ -236,7 +238,7 @@ pub(crate) mod tests {
         fs::create_dir_all(core.join("lib/entry")).unwrap();
         fs::write(core.join("package.json"), r#"{"name":"playwright-core"}"#).unwrap();
         fs::write(core.join(DAEMON_ENTRY), "").unwrap();
-        fs::write(core.join(crate::dashboard::DASHBOARD_ENTRY), "").unwrap();
+        fs::write(core.join(DASHBOARD_ENTRY), "").unwrap();
         let bundle = if hooks {
             "const a = process.env.PWTEST_SOCKETS_DIR || tmp; if (process.env.PWTEST_DAEMON_SESSION_DIR) {}"
         } else {

@@ -11,6 +11,8 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
+use crate::run::reaper::Managed;
+
 /// `setpriv` from util-linux: sets the parent-death signal, then execs.
 const SETPRIV: &str = "/usr/bin/setpriv";
 
@@ -102,6 +104,34 @@ impl Backoff {
         self.next = (self.next * 2).min(self.max);
         delay
     }
+}
+
+/// Runs a short CLI command (`close`, `state-load`) and waits (bounded) for it.
+pub async fn run_to_end(spec: &ChildSpec, timeout: Duration, managed: &Managed) {
+    let child = match spec.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            tracing::error!(%err, args = ?spec.args, "cannot run playwright-cli");
+            return;
+        }
+    };
+    let pid = child.id().unwrap_or_default();
+    managed.add(pid);
+    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(Ok(out)) => tracing::info!(
+            status = %out.status,
+            stdout = %String::from_utf8_lossy(&out.stdout).trim(),
+            stderr = %String::from_utf8_lossy(&out.stderr).trim(),
+            args = ?spec.args,
+            "playwright-cli"
+        ),
+        Ok(Err(err)) => tracing::warn!(%err, args = ?spec.args, "playwright-cli failed"),
+        Err(_) => {
+            tracing::warn!(?timeout, args = ?spec.args, "playwright-cli timed out");
+            signal_group(pid, Signal::SIGKILL);
+        }
+    }
+    managed.remove(pid);
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ fn minimal() -> BrowserSession {
 
 fn build(bs: &BrowserSession) -> Children {
     let id = Identity::of(bs).expect("identity");
-    children(bs, &id, &Settings::default()).expect("children")
+    super::build(bs, &id, &Settings::default()).expect("children")
 }
 
 fn browser(pod: &Pod) -> &Container {
@@ -81,6 +81,9 @@ fn every_child_is_owned_labelled_and_namespaced() {
         assert_eq!(labels["app.kubernetes.io/instance"], "demo");
         assert_eq!(labels["app.kubernetes.io/managed-by"], "playpen-operator");
         assert_eq!(labels["playpen.dev/session"], "demo");
+        // The controller's watch selector matches every child.
+        let (key, value) = managed_selector().split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())).expect("k=v");
+        assert_eq!(labels[&key], value);
     }
     assert_eq!(c.pod.metadata.name.as_deref(), Some("demo-browser"));
     assert_eq!(c.viewer_service.expect("svc").metadata.name.as_deref(), Some("demo-view"));

@@ -21,7 +21,7 @@ use playpen_api::BrowserSession;
 
 use crate::error::{Error, Result};
 
-pub use labels::{child_labels, pod_selector, COMPONENT_BROWSER};
+pub use labels::{child_labels, managed_selector, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
 pub use launch::launch_config_json;
 pub use network::{egress_summary, Cidr, CidrError, DnsPeer, EgressDefaults, SPECIAL_RANGES};
 pub use pod::{SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
@@ -104,7 +104,7 @@ pub struct Children {
 }
 
 /// Builds all children of `bs`.
-pub fn children(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Result<Children> {
+pub fn build(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Result<Children> {
     Ok(Children {
         launch_secret: launch::launch_secret(bs, id)?,
         runtime_config: runtime::runtime_config_map(bs, id)?,

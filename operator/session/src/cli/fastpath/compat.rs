@@ -17,6 +17,14 @@ pub const BUILT_FOR_CORE: &str = "1.64.0-alpha-1790635538000";
 /// `compareSemver` of playwright-core's `socketConnection.js`: the numeric
 /// `major.minor.patch` first, then the `-alpha-`/`-beta-` suffix as a
 /// timestamp (a release without such a suffix sorts after every pre-release).
+///
+/// Not the `semver` crate: SemVer precedence is not this rule, and the
+/// verdict must be the Node client's. Measured with semver 1.0.28:
+/// `1.64.0-alpha-1790635538000` sorts *before* `1.64.0-alpha-999` (the
+/// pre-release is one identifier, compared as text), where playwright-core
+/// compares the timestamps as numbers and sorts it after; and `1.64` is a
+/// parse error there, a comparable version here (missing parts are NaN, as
+/// in JS). The test `semver_precedence_is_not_this_rule` keeps the first case.
 pub fn compare_semver(a: &str, b: &str) -> Ordering {
     let base = |v: &str| -> Vec<f64> {
         let end = v.find('-').unwrap_or(v.len());
@@ -166,6 +174,13 @@ mod tests {
         assert_eq!(compare_semver("1.64.0-beta-2026-01-02", "1.64.0-alpha-2026-01-01"), Ordering::Greater);
         assert_eq!(date_suffix_ms("1970-01-02"), Some(86_400_000.0));
         assert_eq!(date_suffix_ms("2026-11-29"), Some(1_795_910_400_000.0));
+    }
+
+    #[test]
+    fn semver_precedence_is_not_this_rule() {
+        // SemVer compares the pre-release `alpha-1790635538000` with
+        // `alpha-999` as text (Less); playwright-core compares timestamps.
+        assert_eq!(compare_semver(BUILT_FOR_CORE, "1.64.0-alpha-999"), Ordering::Greater);
     }
 
     #[test]

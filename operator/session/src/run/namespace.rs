@@ -4,7 +4,7 @@
 
 use std::fs::{self, DirBuilder};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use playpen_api::layout::check_socket_budget;
 use playpen_api::runtime_config::RuntimeConfig;
@@ -50,6 +50,18 @@ pub fn owner_only_dir(dir: &Path) -> Result<(), Fatal> {
         return Err(fail(format!("mode is {mode:o} after chmod 0700")));
     }
     Ok(())
+}
+
+/// The daemon sockets of `session`: `<sockets>/cli/<16hex>-<session>.sock`.
+pub fn daemon_sockets(sockets_dir: &Path, session: &str) -> Vec<PathBuf> {
+    let suffix = format!("-{session}.sock");
+    std::fs::read_dir(sockets_dir.join("cli"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(&suffix)))
+        .collect()
 }
 
 #[cfg(test)]

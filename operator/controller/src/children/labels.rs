@@ -9,6 +9,15 @@ use super::Identity;
 
 /// `app.kubernetes.io/component` of the browser Pod.
 pub const COMPONENT_BROWSER: &str = "browser";
+/// The label naming the manager of every child; its value is
+/// [`MANAGER`].
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+
+/// The label selector matching every child of every session (the watch
+/// selector of the controller): `app.kubernetes.io/managed-by=playpen-operator`.
+pub fn managed_selector() -> String {
+    format!("{MANAGED_BY_LABEL}={MANAGER}")
+}
 
 /// The label set every child of session `name` carries.
 pub fn child_labels(name: &str, component: &str) -> BTreeMap<String, String> {
@@ -16,7 +25,7 @@ pub fn child_labels(name: &str, component: &str) -> BTreeMap<String, String> {
         ("app.kubernetes.io/name".to_owned(), APP_NAME.to_owned()),
         ("app.kubernetes.io/instance".to_owned(), name.to_owned()),
         ("app.kubernetes.io/component".to_owned(), component.to_owned()),
-        ("app.kubernetes.io/managed-by".to_owned(), MANAGER.to_owned()),
+        (MANAGED_BY_LABEL.to_owned(), MANAGER.to_owned()),
         ("app.kubernetes.io/part-of".to_owned(), "playpen".to_owned()),
         (SESSION_LABEL.to_owned(), name.to_owned()),
     ])

@@ -16,13 +16,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::output::{pump, Tail};
-use crate::reaper::Managed;
-use crate::relay::{answers_http, parse_listening};
-use crate::supervisor::{signal_group, Backoff, ChildSpec};
-
-/// The dashboard entry point inside playwright-core.
-pub const DASHBOARD_ENTRY: &str = "lib/entry/dashboardApp.js";
+use crate::run::output::{pump, Tail};
+use crate::run::reaper::Managed;
+use crate::run::relay::{answers_http, parse_listening};
+use crate::run::supervisor::{signal_group, Backoff, ChildSpec};
 
 /// What `show --port 0 --host 127.0.0.1` runs for `session` (no workspace):
 /// an OS-assigned port, bound on loopback explicitly (the default listener is

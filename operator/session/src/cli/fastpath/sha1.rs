@@ -1,6 +1,9 @@
 //! SHA-1, only to reproduce the CLI's registry key
 //! (`sha1(<playwright-core dir>).hex[..16]`); not used for anything secret.
-//! Kept here rather than adding a crate for forty lines.
+//! Hand-written because the `sha1` crate is not in the workspace's
+//! Cargo.lock (only `sha2`/`digest` are) and adding one needs a download;
+//! switch to `sha1::Sha1` once it is locked. The tests check the FIPS 180
+//! test vectors.
 
 /// The SHA-1 digest of `data`.
 pub fn digest(data: &[u8]) -> [u8; 20] {

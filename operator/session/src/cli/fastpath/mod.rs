@@ -1,4 +1,5 @@
-//! The native fast path of the `playwright-cli` wrapper (issue 7).
+//! The native fast path of the `playwright-cli` wrapper: commands the
+//! session's daemon serves are answered without starting Node.
 //!
 //! For a command the daemon serves through `run`, the Node client spends
 //! about half a second starting Node and loading its bundle before it writes
@@ -25,10 +26,10 @@
 
 pub mod args;
 pub mod compat;
-pub mod help;
-pub mod registry;
-pub mod sha1;
-pub mod socket;
+pub(crate) mod help;
+pub(crate) mod registry;
+pub(crate) mod sha1;
+pub(crate) mod socket;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -136,7 +137,7 @@ pub fn load_install(package: &Path, version_override: Option<&str>) -> Result<In
         return Err(Mismatch::Cli { found: cli_version.to_owned() }.into());
     }
     let mut core = None;
-    for dir in crate::hooks::core_candidates(package) {
+    for dir in crate::cli_install::core_candidates(package) {
         if let Ok(manifest) = read_json(&dir.join("package.json")) {
             if manifest.get("name").and_then(|n| n.as_str()) == Some("playwright-core") {
                 core = Some((dir, manifest));

@@ -150,7 +150,7 @@ pub fn replace_lone_surrogates(json: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fastpath::args::{minimist, Value};
+    use crate::cli::fastpath::args::{minimist, Value};
 
     #[test]
     fn the_request_is_what_the_node_client_writes() {
