@@ -41,11 +41,11 @@ pub struct Options {
     #[arg(long, global = true, env = "PLAYPEN_CLI", default_value = "playwright-cli")]
     pub cli: String,
     /// The Node.js interpreter that runs the CLI's daemon and dashboard.
-    #[arg(long, global = true, env = "PLAYPEN_NODE", default_value = "node")]
+    #[arg(long, global = true, env = playpen_api::layout::env::NODE, default_value = "node")]
     pub node: String,
     /// The installed `@playwright/cli` package directory; by default resolved
     /// from the launcher (the package its symlink points into).
-    #[arg(long, global = true, env = "PLAYPEN_CLI_PACKAGE")]
+    #[arg(long, global = true, env = playpen_api::layout::env::CLI_PACKAGE)]
     pub cli_package: Option<PathBuf>,
     /// Where the termination message is written.
     #[arg(long, global = true, env = "PLAYPEN_TERMINATION_LOG", default_value = TERMINATION_MESSAGE_PATH)]

@@ -441,7 +441,9 @@ fn the_snapshot_volume_stays_under_its_size_budget_and_a_file_that_would_fill_it
     wait_until("the filling file to go", Duration::from_secs(5), || !big.exists());
     eprintln!("a filling file went {:?} after it was written", written.elapsed());
     assert!(recent.exists(), "a smaller young file is not deleted with it");
-    assert!(session.log().contains("would have filled the snapshot volume"), "{}", session.log());
+    // Usually the young-file rule deletes it (and logs that it did); on a
+    // loaded machine the pass may come after the 1 s grace and the budget
+    // deletes it as an old file instead. Either way it is gone at once.
     assert!(session.probe_ok(), "the session stays ready");
     assert!(last_printed.exists());
     assert!(volume_bytes(&session) <= 8 * MIB * 95 / 100);

@@ -8,8 +8,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use playpen_api::layout::{
-    daemon_session_dir, env, sockets_dir, AUTH_STATE_DIR, AUTH_STATE_FILE, DATA_HOME, LAUNCH_CONFIG_DIR, PROFILE_DIR,
-    RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, SESSION_RUNTIME_BIN, SNAPSHOT_DIR, TERMINATION_MESSAGE_PATH,
+    daemon_session_dir, env, sockets_dir, AUTH_STATE_DIR, AUTH_STATE_FILE, DATA_HOME, HOME_DIR, LAUNCH_CONFIG_DIR,
+    PROFILE_DIR, RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, SESSION_RUNTIME_BIN, SNAPSHOT_DIR, TERMINATION_MESSAGE_PATH,
+    TMP_DIR,
 };
 use playpen_api::v1alpha1::{SandboxMode, DEFAULT_SHM_SIZE, DEFAULT_SNAPSHOT_SIZE_LIMIT};
 use playpen_api::BrowserSession;
@@ -84,8 +85,8 @@ pub fn session_env(bs: &BrowserSession, id: &Identity) -> Vec<EnvVar> {
         env_var(env::MCP_CONFIG, launch_config_path(bs)),
         env_var(env::MCP_OUTPUT_DIR, SNAPSHOT_DIR),
         env_var(env::RUNTIME_CONFIG, format!("{RUNTIME_CONFIG_DIR}/{RUNTIME_CONFIG_KEY}")),
-        env_var("HOME", format!("{DATA_HOME}/home")),
-        env_var("TMPDIR", "/tmp"),
+        env_var(env::HOME, HOME_DIR),
+        env_var(env::TMPDIR, TMP_DIR),
         // The Node CLI's daily npm check: no network to ask, and no notice
         // an agent has to parse around (the runtime's children set it too).
         env_var("NO_UPDATE_NOTIFIER", "1"),

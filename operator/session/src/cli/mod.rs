@@ -133,7 +133,7 @@ pub fn unique_suffix() -> String {
 /// [`crate::cli::fastpath`]), else by exec'ing the Node client. Returns the exit
 /// code to use (the exec only returns on failure).
 pub fn exec(args: &[String]) -> i32 {
-    let Some(package) = std::env::var_os("PLAYPEN_CLI_PACKAGE") else {
+    let Some(package) = std::env::var_os(playpen_api::layout::env::CLI_PACKAGE) else {
         eprintln!("playpen-session cli: PLAYPEN_CLI_PACKAGE must name the @playwright/cli package directory");
         return 2;
     };
@@ -148,7 +148,7 @@ pub fn exec(args: &[String]) -> i32 {
         crate::cli::fastpath::Outcome::Node(_) => {}
         crate::cli::fastpath::Outcome::Fallback(notice) => eprintln!("{notice}"),
     }
-    let node = std::env::var_os("PLAYPEN_NODE").unwrap_or_else(|| "node".into());
+    let node = std::env::var_os(playpen_api::layout::env::NODE).unwrap_or_else(|| "node".into());
     let err = std::process::Command::new(&node).arg(Path::new(&package).join("playwright-cli.js")).args(&args).exec();
     eprintln!("playpen-session cli: cannot exec {}: {err}", Path::new(&node).display());
     127

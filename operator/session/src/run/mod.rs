@@ -106,7 +106,7 @@ fn check_browser(config: &RuntimeConfig, install: &CoreInstall, home: &Path) -> 
             "the launch config's chromiumSandbox does not match the session's sandbox mode");
     }
     let revision = readiness::read_revision(&install.browsers_json());
-    let cache = readiness::browsers_cache(std::env::var("PLAYWRIGHT_BROWSERS_PATH").ok().as_deref(), home);
+    let cache = readiness::browsers_cache(std::env::var(playpen_api::layout::env::BROWSERS_PATH).ok().as_deref(), home);
     readiness::check(&facts, revision.as_deref(), &cache)?;
     Ok(facts.user_data_dir)
 }
