@@ -122,8 +122,10 @@ pub fn from_docker_archive(archive: &Path, reference: &str, dir: &Path) -> Resul
     let file = std::fs::File::open(archive).map_err(io(archive))?;
     let mut tar = tar::Archive::new(file);
     let mut members: HashMap<String, Member> = HashMap::new();
-    // Every blob written from the archive (a name repeated in the archive writes two).
-    let mut stored: Vec<String> = Vec::new();
+    // Every blob written from the archive (a name repeated in the archive writes
+    // two; members with the same bytes, such as each layer's `VERSION` file in
+    // the old layout, write one).
+    let mut stored: HashSet<String> = HashSet::new();
     for entry in tar.entries().map_err(io(archive))? {
         let mut entry = entry.map_err(io(archive))?;
         let kind = entry.header().entry_type();
@@ -134,7 +136,7 @@ pub fn from_docker_archive(archive: &Path, reference: &str, dir: &Path) -> Resul
         let name = untrusted::relative_path(&raw).map_err(|v| refused("entry name", &raw, v))?;
         let member = if kind.is_file() {
             let (hex, size) = stream_blob(dir, &mut entry)?;
-            stored.push(hex.clone());
+            stored.insert(hex.clone());
             Member::Blob(hex, size)
         } else {
             let target = entry
@@ -203,7 +205,10 @@ pub fn from_docker_archive(archive: &Path, reference: &str, dir: &Path) -> Resul
     // the engine's OCI manifest): not part of this layout unless it was there before.
     for unused in stored.iter().filter(|h| !kept.contains(h) && !before.contains(*h)) {
         let path = blobs.join(unused);
-        std::fs::remove_file(&path).map_err(io(&path))?;
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&path)(e)),
+            _ => {}
+        }
     }
     let annotations = HashMap::from([("org.opencontainers.image.ref.name".to_owned(), reference.to_owned())]);
     let index: ImageIndex = ImageIndexBuilder::default()
@@ -390,6 +395,36 @@ mod tests {
         // A tampered blob is found.
         std::fs::write(out.join("blobs/sha256").join(sha(&layer_a)), b"tampered").unwrap();
         assert!(check_layout(&out).unwrap_err().to_string().contains("has digest"));
+    }
+
+    /// Every layer directory of the old layout holds the same `VERSION` and
+    /// `json` bytes: one blob, removed once (a second removal failed a real
+    /// two-layer image with "No such file or directory").
+    #[test]
+    fn members_with_the_same_bytes_in_a_docker_20_archive_are_one_blob() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (layer_a, layer_b) = (layer("a", b"a"), layer("b", b"b"));
+        let config = config(&[&layer_a, &layer_b]);
+        let id = sha(&config);
+        let manifest =
+            format!(r#"[{{"Config":"{id}.json","RepoTags":["x:1"],"Layers":["l1/layer.tar","l2/layer.tar"]}}]"#);
+        let archive = archive(
+            tmp.path(),
+            &[
+                ("l1/VERSION", M::File(b"1.0")),
+                ("l1/json", M::File(b"{}")),
+                ("l1/layer.tar", M::File(&layer_a)),
+                ("l2/VERSION", M::File(b"1.0")),
+                ("l2/json", M::File(b"{}")),
+                ("l2/layer.tar", M::File(&layer_b)),
+                (&format!("{id}.json"), M::File(&config)),
+                ("manifest.json", M::File(manifest.as_bytes())),
+            ],
+        );
+        let out = tmp.path().join("oci");
+        let digest = from_docker_archive(&archive, "x:1", &out).unwrap();
+        assert_eq!(check_layout(&out).unwrap(), 4, "manifest, config, two layers");
+        assert_eq!(written_manifest(&out, &digest).layers().len(), 2);
     }
 
     /// The layout Docker Engine 25 and later writes (`docker save` is an OCI image
