@@ -120,25 +120,13 @@ impl Fault {
                 let mut targets = fleet.kept_files.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>();
                 targets.extend(fleet.of_kind(Kind::Profile));
                 targets.extend(fleet.of_kind(Kind::Auth));
-                let mut before = vec![];
-                for name in &targets {
-                    let pod = fleet.pod(name).await?;
-                    let uid = pod.uid().context("pod uid")?;
-                    before.push((name.clone(), uid.clone(), browser_restarts(&pod)));
-                    kill_in_pod(&uid, "playpen-session run")?;
-                }
+                let before = kill_in_browser_pods(fleet, &targets, "playpen-session run").await?;
                 Ok((format!("kill -9 of PID 1 in {} browser Pods", targets.len()), Check::RestartedInPlace(before)))
             }
             Fault::DashboardKilled => {
                 // Not the two created for this round: they may have no Pod yet.
                 let targets: Vec<String> = fleet.of_kind(Kind::Plain).into_iter().rev().skip(2).take(3).collect();
-                let mut before = vec![];
-                for name in &targets {
-                    let pod = fleet.pod(name).await?;
-                    let uid = pod.uid().context("pod uid")?;
-                    before.push((name.clone(), uid.clone(), browser_restarts(&pod)));
-                    kill_in_pod(&uid, "dashboardApp.js")?;
-                }
+                let before = kill_in_browser_pods(fleet, &targets, "dashboardApp.js").await?;
                 Ok((format!("kill -9 of the dashboard in {} browser Pods", targets.len()), Check::Untouched(before)))
             }
             Fault::SnapshotVolumeFilled => {
@@ -177,23 +165,10 @@ impl Fault {
                 let lp = ListParams::default().labels(&selector);
                 let dp = DeleteParams::default();
                 let ns = fleet.ns.clone();
-                let mut deleted = 0;
-                for svc in Api::<Service>::namespaced(client.clone(), &ns).list(&lp).await?.items {
-                    Api::<Service>::namespaced(client.clone(), &ns).delete(&svc.name_any(), &dp).await?;
-                    deleted += 1;
-                }
-                for s in Api::<Secret>::namespaced(client.clone(), &ns).list(&lp).await?.items {
-                    Api::<Secret>::namespaced(client.clone(), &ns).delete(&s.name_any(), &dp).await?;
-                    deleted += 1;
-                }
-                for c in Api::<ConfigMap>::namespaced(client.clone(), &ns).list(&lp).await?.items {
-                    Api::<ConfigMap>::namespaced(client.clone(), &ns).delete(&c.name_any(), &dp).await?;
-                    deleted += 1;
-                }
-                for n in Api::<NetworkPolicy>::namespaced(client.clone(), &ns).list(&lp).await?.items {
-                    Api::<NetworkPolicy>::namespaced(client.clone(), &ns).delete(&n.name_any(), &dp).await?;
-                    deleted += 1;
-                }
+                let deleted = delete_labelled::<Service>(client, &ns, &lp).await?
+                    + delete_labelled::<Secret>(client, &ns, &lp).await?
+                    + delete_labelled::<ConfigMap>(client, &ns, &lp).await?
+                    + delete_labelled::<NetworkPolicy>(client, &ns, &lp).await?;
                 ensure!(deleted >= 4, "{a} had only {deleted} children besides its Pod");
                 let pod = fleet.pod(b).await?;
                 Api::<Pod>::namespaced(client.clone(), &ns).delete(&pod.name_any(), &dp).await?;
@@ -230,12 +205,7 @@ pub async fn verify(client: &Client, fleet: &Fleet, check: &Check) -> anyhow::Re
         }
         Check::OperatorRestarted { namespace, pod, restarts_before } => {
             let pod = Api::<Pod>::namespaced(client.clone(), namespace).get(pod).await?;
-            let restarts = pod
-                .status
-                .and_then(|s| s.container_statuses)
-                .and_then(|c| c.first().map(|c| c.restart_count))
-                .unwrap_or_default();
-            ensure!(restarts > *restarts_before, "the killed operator container did not restart");
+            ensure!(operator_restarts(&pod) > *restarts_before, "the killed operator container did not restart");
         }
     }
     Ok(())
@@ -251,6 +221,15 @@ async fn fleet_file_gone(fleet: &Fleet, session: &str, path: &str) -> anyhow::Re
     .await
 }
 
+/// Restarts of the operator Pod's one container.
+fn operator_restarts(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .map_or(0, |c| c.restart_count)
+}
+
 fn browser_restarts(pod: &Pod) -> i32 {
     pod.status
         .as_ref()
@@ -263,6 +242,40 @@ fn browser_restarts(pod: &Pod) -> i32 {
 async fn component(action: &'static str, name: &'static str, down: u64) -> anyhow::Result<(String, Check)> {
     tokio::task::spawn_blocking(move || node::cluster_fault(action, name, down)).await??;
     Ok((format!("{name}: {action}, down {down} s"), Check::Converged))
+}
+
+/// Kills `needle` in the browser Pod of each of `sessions`; returns (session,
+/// pod UID, browser restarts before) for each.
+async fn kill_in_browser_pods(
+    fleet: &Fleet,
+    sessions: &[String],
+    needle: &str,
+) -> anyhow::Result<Vec<(String, String, i32)>> {
+    let mut before = vec![];
+    for name in sessions {
+        let pod = fleet.pod(name).await?;
+        let uid = pod.uid().context("pod uid")?;
+        before.push((name.clone(), uid.clone(), browser_restarts(&pod)));
+        kill_in_pod(&uid, needle)?;
+    }
+    Ok(before)
+}
+
+/// Deletes every `K` in `ns` that `lp` selects; how many.
+async fn delete_labelled<K>(client: &Client, ns: &str, lp: &ListParams) -> anyhow::Result<usize>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let items = api.list(lp).await?.items;
+    for item in &items {
+        api.delete(&item.name_any(), &DeleteParams::default()).await?;
+    }
+    Ok(items.len())
 }
 
 /// SIGKILLs the processes of Pod `uid` whose command line contains `needle`; how many.
@@ -285,13 +298,7 @@ async fn leader(client: &Client, ns: &str) -> anyhow::Result<(String, String, i3
     for lease in leases {
         let Some(holder) = lease.spec.and_then(|s| s.holder_identity) else { continue };
         if let Some(pod) = pods.iter().find(|p| p.name_any() == holder) {
-            let restarts = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.container_statuses.as_ref())
-                .and_then(|c| c.first().map(|c| c.restart_count))
-                .unwrap_or_default();
-            return Ok((holder, pod.uid().context("pod uid")?, restarts));
+            return Ok((holder, pod.uid().context("pod uid")?, operator_restarts(pod)));
         }
     }
     bail!("no Lease in {ns} is held by one of its Pods")
