@@ -1,0 +1,55 @@
+//! `kubectl playpen`: Playpen BrowserSessions from the command line, as a
+//! kubectl plugin. One module per concern: the command line (`cli`), the
+//! connection (`connect`), reading sessions (`sessions`), RBAC messages
+//! (`forbidden`), tables (`output`), commands in the Pod (`remote`), the
+//! port-forward listener (`tunnel`), and one module per subcommand
+//! (`commands/`).
+
+pub mod cli;
+pub mod commands;
+pub mod connect;
+pub mod duration;
+pub mod error;
+pub mod forbidden;
+pub mod output;
+pub mod remote;
+pub mod sessions;
+pub mod tunnel;
+
+use std::io::Write as _;
+
+use cli::{Cli, Command};
+use connect::Timeouts;
+use error::{Error, Result};
+
+/// Runs the parsed command line; the exit code (the remote one for `run`).
+pub async fn run(cli: Cli) -> Result<i32> {
+    let Cli { global, command } = cli;
+    if let Command::Completion(args) = &command {
+        std::io::stdout()
+            .write_all(&commands::completion::script(args.shell))
+            .map_err(Error::io("writing the completion script"))?;
+        return Ok(0);
+    }
+    let timeouts = match command {
+        Command::Run(_)
+        | Command::View(_)
+        | Command::Cdp(_)
+        | Command::Logs(_)
+        | Command::Snapshot(_)
+        | Command::Record(_) => Timeouts::Streams,
+        _ => Timeouts::Requests,
+    };
+    let cluster = connect::connect(&global, timeouts).await?;
+    match command {
+        Command::Ls(args) => commands::ls::run(&cluster, args).await.map(|()| 0),
+        Command::New(args) => commands::new::run(&cluster, args).await.map(|()| 0),
+        Command::Run(args) => commands::run::run(&cluster, args).await,
+        Command::View(args) => commands::view::run(&cluster, args).await.map(|()| 0),
+        Command::Cdp(args) => commands::cdp::run(&cluster, args).await.map(|()| 0),
+        Command::Logs(args) => commands::logs::run(&cluster, args).await.map(|()| 0),
+        Command::Snapshot(args) => commands::snapshot::run(&cluster, args).await.map(|()| 0),
+        Command::Record(args) => commands::record::run(&cluster, args).await.map(|()| 0),
+        Command::Completion(_) => Ok(0),
+    }
+}

@@ -1,0 +1,281 @@
+//! A local TCP listener on 127.0.0.1 whose every accepted connection gets a
+//! port-forward stream of its own: a dropped connection or a failed stream
+//! ends that connection only, and the listener serves until told to stop.
+//! The Pod is looked up again for each connection, so a replaced Pod is
+//! reached by the next one.
+
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, Portforwarder};
+use playpen_api::BrowserSession;
+use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use crate::connect::Cluster;
+use crate::error::{Error, Result};
+use crate::forbidden::{self, Attempt};
+use crate::sessions;
+
+/// Opens one stream to the remote end per local connection.
+pub trait Connector: Send + Sync + 'static {
+    /// The stream.
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// A new stream, or why there is none.
+    fn connect(&self) -> impl Future<Output = Result<Self::Stream>> + Send;
+}
+
+/// A bound listener and what its connections reach.
+#[derive(Debug)]
+pub struct Tunnel<C> {
+    listener: TcpListener,
+    connector: Arc<C>,
+}
+
+impl<C: Connector> Tunnel<C> {
+    /// Listens on 127.0.0.1:`port` (0: a free port).
+    pub async fn bind(port: u16, connector: C) -> Result<Self> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+            .await
+            .map_err(Error::io(format!("listening on 127.0.0.1:{port}")))?;
+        Ok(Self { listener, connector: Arc::new(connector) })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.listener.local_addr().map_err(Error::io("reading the listener's address"))
+    }
+
+    /// Serves connections until `stop` completes; then drops the open ones.
+    pub async fn serve_until(self, stop: impl Future<Output = ()>) {
+        let mut connections = JoinSet::new();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((socket, peer)) => {
+                        let connector = self.connector.clone();
+                        connections.spawn(async move {
+                            if let Err(e) = relay(socket, connector.as_ref()).await {
+                                eprintln!("connection from {peer}: {e}");
+                            }
+                        });
+                    }
+                    // EMFILE and the like: this connection only.
+                    Err(e) => eprintln!("accepting a connection: {e}"),
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        connections.abort_all();
+    }
+}
+
+async fn relay<C: Connector>(mut socket: tokio::net::TcpStream, connector: &C) -> Result<()> {
+    let mut remote = connector.connect().await?;
+    match tokio::io::copy_bidirectional(&mut socket, &mut remote).await {
+        Ok(_) => Ok(()),
+        // The browser or the remote end hung up: normal for HTTP and WebSockets.
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) => Ok(()),
+        Err(e) => Err(Error::Io { what: "relaying".into(), source: e }),
+    }
+}
+
+/// A port-forward stream that keeps its forwarder alive as long as it is used.
+pub struct Forwarded {
+    stream: DuplexStream,
+    _forwarder: Portforwarder,
+}
+
+impl std::fmt::Debug for Forwarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Forwarded").finish_non_exhaustive()
+    }
+}
+
+impl AsyncRead for Forwarded {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Forwarded {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// Which port of the session's Pod: the viewer's or the CDP one.
+pub type PortOf = fn(&BrowserSession) -> Result<u16>;
+
+/// Port-forwards to a port of a session's current Pod.
+#[derive(Debug)]
+pub struct SessionPort {
+    cluster: Cluster,
+    name: String,
+    port_of: PortOf,
+    last: Mutex<Option<(String, u16)>>,
+}
+
+impl SessionPort {
+    /// For session `name`, resolved already to `pod` and `port`.
+    pub fn new(cluster: Cluster, name: &str, port_of: PortOf, pod: String, port: u16) -> Self {
+        Self { cluster, name: name.to_owned(), port_of, last: Mutex::new(Some((pod, port))) }
+    }
+
+    /// The session's Pod and port now; the last known ones if the session
+    /// cannot be read for a moment.
+    async fn resolve(&self) -> Result<(String, u16)> {
+        let fresh = match sessions::get(&self.cluster, &self.name).await {
+            Ok(session) => (self.port_of)(&session).map(|port| (sessions::pod_name(&session), port)),
+            Err(e) => Err(e),
+        };
+        let mut last = self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match fresh {
+            Ok(now) => {
+                if let Some(before) = last.as_ref() {
+                    if before.0 != now.0 {
+                        eprintln!("the session's Pod is now {} (was {}): new connections go there", now.0, before.0);
+                    }
+                }
+                *last = Some(now.clone());
+                Ok(now)
+            }
+            Err(e @ (Error::SessionNotFound { .. } | Error::Forbidden(_) | Error::Unavailable(_))) => Err(e),
+            Err(e) => last.clone().ok_or(e),
+        }
+    }
+}
+
+impl Connector for SessionPort {
+    type Stream = Forwarded;
+
+    async fn connect(&self) -> Result<Forwarded> {
+        let (pod, port) = self.resolve().await?;
+        let ns = self.cluster.namespace.as_str();
+        let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), ns);
+        let mut forwarder = pods.portforward(&pod, &[port]).await.map_err(|e| {
+            forbidden::kube_error(
+                e,
+                &Attempt::pods("create", Some("portforward"), ns),
+                format!("port-forward to {ns}/{pod}:{port}"),
+            )
+        })?;
+        let stream = forwarder
+            .take_stream(port)
+            .ok_or_else(|| Error::Remote(format!("port-forward to {pod}:{port} gave no stream")))?;
+        if let Some(error) = forwarder.take_error(port) {
+            tokio::spawn(async move {
+                if let Some(message) = error.await {
+                    eprintln!("port-forward to {pod}:{port}: {message}");
+                }
+            });
+        }
+        Ok(Forwarded { stream, _forwarder: forwarder })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    /// Fails the first connection, hangs up on the second, echoes after that.
+    #[derive(Debug, Default)]
+    struct Flaky {
+        calls: AtomicU32,
+    }
+
+    impl Connector for Flaky {
+        type Stream = DuplexStream;
+        async fn connect(&self) -> Result<DuplexStream> {
+            let call = self.calls.fetch_add(1, Ordering::SeqCst);
+            if call == 0 {
+                return Err(Error::Remote("the stream failed".into()));
+            }
+            let (ours, mut theirs) = tokio::io::duplex(1024);
+            if call == 1 {
+                drop(theirs);
+                return Ok(ours);
+            }
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = theirs.read(&mut buf).await {
+                    if n == 0 || theirs.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            Ok(ours)
+        }
+    }
+
+    async fn read_all(stream: &mut TcpStream) -> Vec<u8> {
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut out)).await;
+        out
+    }
+
+    #[tokio::test]
+    async fn failed_and_dropped_streams_end_only_their_connection() {
+        let tunnel = Tunnel::bind(0, Flaky::default()).await.unwrap();
+        let addr = tunnel.local_addr().unwrap();
+        assert!(addr.ip().is_loopback());
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(tunnel.serve_until(async {
+            let _ = stop_rx.await;
+        }));
+
+        // 1: the stream cannot be opened: the connection closes, nothing else.
+        let mut first = TcpStream::connect(addr).await.unwrap();
+        assert!(read_all(&mut first).await.is_empty());
+        // 2: the remote end hangs up at once.
+        let mut second = TcpStream::connect(addr).await.unwrap();
+        assert!(read_all(&mut second).await.is_empty());
+        // 3 and 4: served, concurrently, each on its own stream.
+        let mut third = TcpStream::connect(addr).await.unwrap();
+        let mut fourth = TcpStream::connect(addr).await.unwrap();
+        third.write_all(b"ping").await.unwrap();
+        fourth.write_all(b"pong").await.unwrap();
+        let mut buf = [0u8; 4];
+        third.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"ping");
+        fourth.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"pong");
+        // A client that goes away mid-stream does not end the server either.
+        drop(third);
+        let mut fifth = TcpStream::connect(addr).await.unwrap();
+        fifth.write_all(b"again").await.unwrap();
+        let mut buf = [0u8; 5];
+        fifth.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"again");
+
+        stop_tx.send(()).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(5), server).await.unwrap().unwrap();
+        // Stopped: open connections are dropped and the port is closed.
+        assert!(read_all(&mut fourth).await.is_empty());
+        assert!(TcpStream::connect(addr).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_taken_port_is_a_clear_error() {
+        let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let err = Tunnel::bind(port, Flaky::default()).await.unwrap_err().to_string();
+        assert!(err.starts_with(&format!("listening on 127.0.0.1:{port}: ")), "{err}");
+    }
+}
