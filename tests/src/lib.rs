@@ -63,6 +63,37 @@ pub fn tool(var: &str) -> anyhow::Result<String> {
         .with_context(|| format!("{var} is not set: run the tests through `bash tests/run.sh`, which builds it"))
 }
 
+/// `kubectl <args>` able to run the plugin: the plugin the runner built
+/// (`PLAYPEN_KUBECTL_PLUGIN`, named `kubectl-playpen`) has its directory
+/// first on PATH, where the runner's kubectl (`PLAYPEN_KUBECTL`) finds it,
+/// with the test control plane's kubeconfig.
+pub fn kubectl_with_plugin(args: &[&str]) -> anyhow::Result<tokio::process::Command> {
+    let plugin = std::path::PathBuf::from(tool("PLAYPEN_KUBECTL_PLUGIN")?);
+    anyhow::ensure!(
+        plugin.file_name() == Some(std::ffi::OsStr::new("kubectl-playpen")) && plugin.is_file(),
+        "PLAYPEN_KUBECTL_PLUGIN={} is not a built kubectl-playpen (cargo build -p kubectl-playpen)",
+        plugin.display()
+    );
+    let dir = plugin.parent().context("the plugin's directory")?;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&path)))?;
+    let mut command = tokio::process::Command::new(tool("PLAYPEN_KUBECTL")?);
+    command
+        .args(args)
+        .env("PATH", path)
+        .env("KUBECONFIG", kubeconfig_path()?)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    Ok(command)
+}
+
+/// `kubectl playpen <args>`, through kubectl's plugin mechanism ([`kubectl_with_plugin`]).
+pub fn kubectl_plugin_command(args: &[&str]) -> anyhow::Result<tokio::process::Command> {
+    let mut command = kubectl_with_plugin(&["playpen"])?;
+    command.args(args);
+    Ok(command)
+}
+
 static CRD: OnceCell<()> = OnceCell::const_new();
 
 /// Installs the committed CRD once per test binary and waits until it is served.

@@ -195,33 +195,41 @@ pub fn kube_error(err: kube::Error, attempt: &Attempt, action: impl Into<String>
     }
 }
 
-/// Asks the API server whether the caller may make `attempt`
+/// Asks the API server whether the caller may make each of `attempts`
 /// (SelfSubjectAccessReview, which every authenticated user may create), so
 /// a long-running command refuses at once instead of on its first
-/// connection. An unanswered review lets the command go ahead: the request
-/// itself is checked anyway.
-pub async fn check_access(client: &Client, attempt: &Attempt) -> Result<(), Error> {
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                verb: Some(attempt.verb.clone()),
-                group: Some(attempt.group.clone()),
-                resource: Some(attempt.resource.clone()),
-                subresource: attempt.subresource.clone(),
-                namespace: attempt.namespace.clone(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+/// connection; the first one denied is the error. An unanswered review lets
+/// the command go ahead: the requests themselves are checked anyway.
+pub async fn check_access(client: &Client, attempts: &[Attempt]) -> Result<(), Error> {
     let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
-    match api.create(&PostParams::default(), &review).await {
-        Ok(answer) if answer.status.as_ref().is_some_and(|s| !s.allowed) => {
-            Err(Error::Forbidden(Box::new(Forbidden { attempt: attempt.clone(), user: None })))
+    for attempt in attempts {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(attempt.verb.clone()),
+                    group: Some(attempt.group.clone()),
+                    resource: Some(attempt.resource.clone()),
+                    subresource: attempt.subresource.clone(),
+                    namespace: attempt.namespace.clone(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        if let Ok(answer) = api.create(&PostParams::default(), &review).await {
+            if answer.status.as_ref().is_some_and(|s| !s.allowed) {
+                return Err(Error::Forbidden(Box::new(Forbidden { attempt: attempt.clone(), user: None })));
+            }
         }
-        _ => Ok(()),
     }
+    Ok(())
+}
+
+/// What a port-forward over WebSockets needs: the upgrade is a GET, and API
+/// servers with AuthorizePodWebsocketUpgradeCreatePermission also check "create".
+pub fn port_forward_rights(namespace: &str) -> [Attempt; 2] {
+    [Attempt::pods("get", Some("portforward"), namespace), Attempt::pods("create", Some("portforward"), namespace)]
 }
 
 #[cfg(test)]

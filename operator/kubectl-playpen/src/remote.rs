@@ -82,7 +82,8 @@ impl Target<'_> {
             }
         }
         let action = format!("exec in {ns}/{} container {}", self.pod, self.container);
-        forbidden::kube_error(err, &Attempt::pods("create", Some("exec"), ns), action)
+        // The WebSocket upgrade is a GET; the server's message names the verb it checked.
+        forbidden::kube_error(err, &Attempt::pods("get", Some("exec"), ns), action)
     }
 
     /// Runs `command`, copying its stdout and stderr into `out` and `err`; its exit code.

@@ -169,7 +169,7 @@ impl Connector for SessionPort {
         let mut forwarder = pods.portforward(&pod, &[port]).await.map_err(|e| {
             forbidden::kube_error(
                 e,
-                &Attempt::pods("create", Some("portforward"), ns),
+                &Attempt::pods("get", Some("portforward"), ns),
                 format!("port-forward to {ns}/{pod}:{port}"),
             )
         })?;

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::cli::CdpArgs;
 use crate::connect::Cluster;
 use crate::error::Result;
-use crate::forbidden::{self, Attempt};
+use crate::forbidden;
 use crate::sessions;
 use crate::tunnel::{SessionPort, Tunnel};
 
@@ -108,7 +108,7 @@ pub async fn run(cluster: &Cluster, args: CdpArgs) -> Result<()> {
     let ns = cluster.namespace.as_str();
     let session = sessions::get(cluster, &args.name).await?;
     let port = sessions::cdp_port(&session)?;
-    forbidden::check_access(&cluster.client, &Attempt::pods("create", Some("portforward"), ns)).await?;
+    forbidden::check_access(&cluster.client, &forbidden::port_forward_rights(ns)).await?;
     let pod = sessions::pod_name(&session);
     let connector = SessionPort::new(cluster.clone(), &args.name, sessions::cdp_port, pod.clone(), port);
     let tunnel = Tunnel::bind(args.port, connector).await?;

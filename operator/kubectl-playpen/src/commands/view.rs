@@ -4,7 +4,7 @@
 use crate::cli::ViewArgs;
 use crate::connect::Cluster;
 use crate::error::Result;
-use crate::forbidden::{self, Attempt};
+use crate::forbidden;
 use crate::sessions;
 use crate::tunnel::{SessionPort, Tunnel};
 
@@ -51,15 +51,18 @@ pub async fn run(cluster: &Cluster, args: ViewArgs) -> Result<()> {
     let ns = cluster.namespace.as_str();
     let session = sessions::get(cluster, &args.name).await?;
     let port = sessions::viewer_port(&session)?;
-    forbidden::check_access(&cluster.client, &Attempt::pods("create", Some("portforward"), ns)).await?;
+    forbidden::check_access(&cluster.client, &forbidden::port_forward_rights(ns)).await?;
     let pod = sessions::pod_name(&session);
     let connector = SessionPort::new(cluster.clone(), &args.name, sessions::viewer_port, pod.clone(), port);
     let tunnel = Tunnel::bind(args.port, connector).await?;
     let url = format!("http://127.0.0.1:{}/", tunnel.local_addr()?.port());
     println!("{url}");
-    let phase = sessions::phase(session.status.as_ref());
-    if phase != "Ready" {
-        eprintln!("note: BrowserSession {ns}/{} is {phase}; the viewer answers once it is Ready", args.name);
+    match sessions::phase(session.status.as_ref()) {
+        "Ready" => {}
+        "-" => {
+            eprintln!("note: BrowserSession {ns}/{} has no status yet; the viewer answers once it is Ready", args.name)
+        }
+        phase => eprintln!("note: BrowserSession {ns}/{} is {phase}; the viewer answers once it is Ready", args.name),
     }
     eprintln!(
         "forwarding {url} to the viewer of BrowserSession {ns}/{} (Pod {pod}, port {port}); Ctrl-C to stop",

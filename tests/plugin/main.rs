@@ -1,0 +1,422 @@
+//! `kubectl playpen` against a real kube-apiserver (no kubelet: Pods stay
+//! Pending), run through kubectl's plugin mechanism: the built
+//! `kubectl-playpen` first on PATH, `kubectl playpen …` as a user types it.
+//! What needs a running Pod (run, view, cdp, logs, snapshot, record) is the
+//! end-to-end scenario `tests/e2e/plugin.rs`.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{ensure, Context as _};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{Api, PostParams};
+use kube::Client;
+use playpen_api::v1alpha1::PullPolicy;
+use playpen_api::BrowserSession;
+use playpen_tests::{
+    client, ensure_crd, eventually, kubeconfig_path, kubectl_plugin_command, kubectl_with_plugin, RunningOperator,
+    TestNamespace,
+};
+use serde_json::json;
+
+/// What a finished `kubectl playpen` printed.
+#[derive(Debug)]
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Output {
+    fn ok(self, what: &str) -> anyhow::Result<String> {
+        ensure!(self.code == 0, "{what} exited {}:\nstdout: {}\nstderr: {}", self.code, self.stdout, self.stderr);
+        Ok(self.stdout)
+    }
+
+    fn failed(self, what: &str) -> anyhow::Result<String> {
+        ensure!(self.code != 0, "{what} succeeded but should have failed:\nstdout: {}", self.stdout);
+        Ok(self.stderr)
+    }
+}
+
+/// Runs `command` (at most 60 s) and collects what it printed.
+async fn output(mut command: tokio::process::Command) -> anyhow::Result<Output> {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let out = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .with_context(|| format!("{command:?} did not finish within 60 s"))??;
+    Ok(Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+/// `kubectl playpen <args>` with `env` set (`None` removes a variable).
+async fn playpen_with(args: &[&str], env: &[(&str, Option<&str>)]) -> anyhow::Result<Output> {
+    let mut command = kubectl_plugin_command(args)?;
+    command.env_remove("PLAYPEN_IMAGE");
+    for (key, value) in env {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    output(command).await
+}
+
+async fn playpen(args: &[&str]) -> anyhow::Result<Output> {
+    playpen_with(args, &[]).await
+}
+
+async fn create_session(client: &Client, ns: &str, name: &str, spec: serde_json::Value) -> anyhow::Result<()> {
+    let bs: BrowserSession = serde_json::from_value(json!({
+        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
+        "metadata": {"name": name}, "spec": spec
+    }))?;
+    Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
+    Ok(())
+}
+
+/// A file holding `text`, removed on drop.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(name: &str, text: &str) -> anyhow::Result<Self> {
+        let path = std::env::temp_dir().join(format!("playpen-plugin-{}-{name}", std::process::id()));
+        std::fs::write(&path, text)?;
+        Ok(Self(path))
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap_or_default()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn ls_lists_the_sessions_with_phase_and_pool() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "plugin-ls").await?;
+    let n = ns.name.as_str();
+    let empty = playpen(&["ls", "-n", n]).await?;
+    ensure!(
+        empty.code == 0 && empty.stderr.contains(&format!("No BrowserSessions found in namespace {n}")),
+        "{empty:?}"
+    );
+
+    let _operator = RunningOperator::start(&client, n, None).await?;
+    for name in ["alpha", "beta"] {
+        create_session(&client, n, name, json!({"image": "playpen/browser:test"})).await?;
+    }
+    let table = eventually(Duration::from_secs(30), || async {
+        let table = playpen(&["ls", "-n", n]).await?.ok("ls")?;
+        let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+        ensure!(
+            rows.first().map(Vec::as_slice) == Some(&["NAME", "PHASE", "READY", "AGE", "POD", "POOL"][..]),
+            "{table}"
+        );
+        ensure!(rows.len() == 3, "two sessions expected:\n{table}");
+        for (row, name) in rows[1..].iter().zip(["alpha", "beta"]) {
+            // Without a kubelet the Pod is never scheduled: Pending, not Ready, no pool.
+            ensure!(row[0] == name && row[1] == "Pending" && row[5] == "-", "{table}");
+            ensure!(row[4] == format!("{name}-browser"), "{table}");
+        }
+        Ok(table)
+    })
+    .await?;
+    eprintln!("{table}");
+
+    let all = playpen(&["ls", "-A"]).await?.ok("ls -A")?;
+    ensure!(all.starts_with("NAMESPACE"), "{all}");
+    ensure!(all.lines().any(|l| l.starts_with(n) && l.contains("alpha")), "{all}");
+    let wide = playpen(&["ls", "-n", n, "-o", "wide"]).await?.ok("ls -o wide")?;
+    ensure!(wide.lines().next().is_some_and(|h| h.contains("VIEWER-PORT") && h.contains("IMAGE")), "{wide}");
+    ensure!(wide.contains("playpen/browser:test") && wide.contains("9323"), "{wide}");
+    let list: serde_json::Value =
+        serde_json::from_str(&playpen(&["ls", "-n", n, "-o", "json"]).await?.ok("ls -o json")?)?;
+    let names: Vec<_> =
+        list["items"].as_array().context("items")?.iter().map(|i| i["metadata"]["name"].clone()).collect();
+    ensure!(list["kind"] == "List" && names == [json!("alpha"), json!("beta")], "{list}");
+    let yaml = playpen(&["ls", "-n", n, "-o", "yaml"]).await?.ok("ls -o yaml")?;
+    ensure!(yaml.contains("kind: List") && yaml.contains("name: beta"), "{yaml}");
+
+    // Without -n: the kubeconfig context's namespace; --context picks another context.
+    let kubeconfig = kubeconfig_in(n)?;
+    let here =
+        playpen_with(&["ls"], &[("KUBECONFIG", Some(kubeconfig.path()))]).await?.ok("ls in the context's namespace")?;
+    ensure!(here.contains("alpha") && here.contains("beta"), "{here}");
+    let there = playpen_with(&["ls", "--context", "elsewhere"], &[("KUBECONFIG", Some(kubeconfig.path()))]).await?;
+    ensure!(there.code == 0 && there.stderr.contains("in namespace kube-public"), "{there:?}");
+    Ok(())
+}
+
+/// A copy of the admin kubeconfig whose current context has namespace
+/// `ns`, plus a context `elsewhere` in kube-public.
+fn kubeconfig_in(ns: &str) -> anyhow::Result<TempFile> {
+    let text = std::fs::read_to_string(kubeconfig_path()?)?;
+    let mut config: serde_yaml::Value = serde_yaml::from_str(&text)?;
+    let current = config["current-context"].as_str().context("current-context")?.to_owned();
+    let contexts = config["contexts"].as_sequence_mut().context("contexts")?;
+    let mut elsewhere = None;
+    for entry in contexts.iter_mut() {
+        if entry["name"].as_str() == Some(current.as_str()) {
+            entry["context"]["namespace"] = ns.into();
+            let mut copy = entry.clone();
+            copy["name"] = "elsewhere".into();
+            copy["context"]["namespace"] = "kube-public".into();
+            elsewhere = Some(copy);
+        }
+    }
+    contexts.push(elsewhere.context("the current context")?);
+    TempFile::new(&format!("kubeconfig-{ns}"), &serde_yaml::to_string(&config)?)
+}
+
+#[tokio::test]
+async fn new_creates_a_valid_session_from_flags_and_a_file() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "plugin-new").await?;
+    let n = ns.name.as_str();
+    let extra = TempFile::new(
+        "extra.yaml",
+        "imagePullPolicy: Never\nidleTimeoutSeconds: 600\nviewer:\n  port: 9400\nsnapshots:\n  retention:\n    maxCount: 7\n",
+    )?;
+    let out = playpen(&[
+        "new",
+        "demo",
+        "-n",
+        n,
+        "--image",
+        "playpen/browser:test",
+        "--viewer-port",
+        "9500",
+        "-f",
+        extra.path(),
+    ])
+    .await?
+    .ok("new")?;
+    ensure!(out.contains(&format!("browsersession.playpen.dev/demo created in namespace {n}")), "{out}");
+    ensure!(out.contains(&format!("kubectl playpen run demo -n {n} -- goto")), "{out}");
+
+    let api: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let created = api.get("demo").await?;
+    ensure!(created.spec.image == "playpen/browser:test", "{:?}", created.spec.image);
+    ensure!(created.spec.viewer.port == 9500 && created.spec.viewer.enabled, "the flag wins over the file");
+    ensure!(created.spec.idle_timeout_seconds == Some(600), "{:?}", created.spec.idle_timeout_seconds);
+    ensure!(created.spec.image_pull_policy == Some(PullPolicy::Never));
+    ensure!(created.spec.snapshots.retention.max_count == 7);
+    let managers: Vec<_> = created.metadata.managed_fields.iter().flatten().filter_map(|m| m.manager.clone()).collect();
+    ensure!(managers.contains(&"kubectl-playpen".to_owned()), "{managers:?}");
+
+    // $PLAYPEN_IMAGE stands in for --image.
+    playpen_with(&["new", "from-env", "-n", n], &[("PLAYPEN_IMAGE", Some("playpen/browser:env"))])
+        .await?
+        .ok("new with $PLAYPEN_IMAGE")?;
+    ensure!(api.get("from-env").await?.spec.image == "playpen/browser:env");
+
+    // Again: refused by name; a field the CRD lacks is refused, not dropped.
+    let again = playpen(&["new", "demo", "-n", n, "--image", "i"]).await?.failed("new of an existing name")?;
+    ensure!(again.contains(&format!("BrowserSession \"demo\" already exists in namespace \"{n}\"")), "{again}");
+    let typo = TempFile::new("typo.yaml", "idleTimeoutSecond: 5\n")?;
+    let refused =
+        playpen(&["new", "typo", "-n", n, "--image", "i", "-f", typo.path()]).await?.failed("new with a typo")?;
+    ensure!(refused.contains("unknown field \"spec.idleTimeoutSecond\""), "{refused}");
+    ensure!(api.get_opt("typo").await?.is_none());
+    // The CRD's own rules answer in their words.
+    let bad = TempFile::new("bad.yaml", "idleTimeoutSeconds: -1\n")?;
+    let refused = playpen(&["new", "bad", "-n", n, "--image", "i", "-f", bad.path()]).await?.failed("new, negative")?;
+    ensure!(refused.contains("spec.idleTimeoutSeconds must be positive"), "{refused}");
+    // Warm pools are not in the API yet: refused, never silently ignored.
+    let pool = playpen(&["new", "pooled", "-n", n, "--image", "i", "--pool", "warm"]).await?.failed("new --pool")?;
+    ensure!(pool.contains("--pool warm") && pool.contains("no spec.poolRef"), "{pool}");
+    ensure!(api.get_opt("pooled").await?.is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn new_without_an_image_names_the_flag() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "plugin-noimg").await?;
+    let err = playpen(&["new", "demo", "-n", &ns.name]).await?.failed("new without an image")?;
+    ensure!(err.contains("pass --image IMAGE") && err.contains("PLAYPEN_IMAGE"), "{err}");
+    ensure!(Api::<BrowserSession>::namespaced(client, &ns.name).get_opt("demo").await?.is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn new_wait_reports_the_phase_it_saw() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "plugin-wait").await?;
+    let n = ns.name.as_str();
+
+    // No operator: no status at all, and the message says what to check.
+    let err =
+        playpen(&["new", "orphan", "-n", n, "--image", "i", "--wait", "--timeout", "2s"]).await?.failed("--wait")?;
+    ensure!(err.contains("timed out after 2s") && err.contains("no phase yet"), "{err}");
+    ensure!(err.contains(&format!("watching namespace {n}")), "{err}");
+
+    // With the operator and no kubelet: Pending, and the message says so.
+    let _operator = RunningOperator::start(&client, n, None).await?;
+    let err =
+        playpen(&["new", "slow", "-n", n, "--image", "i", "--wait", "--timeout", "8s"]).await?.failed("--wait")?;
+    ensure!(
+        err.contains("timed out after 8s waiting for BrowserSession") && err.contains("its phase is Pending"),
+        "{err}"
+    );
+
+    // A session that cannot start fails at once with the operator's reason.
+    let missing = TempFile::new("missing.yaml", "launchConfig:\n  secretRef:\n    name: not-there\n")?;
+    let started = std::time::Instant::now();
+    let err = playpen(&["new", "broken", "-n", n, "--image", "i", "--wait", "--timeout", "60s", "-f", missing.path()])
+        .await?
+        .failed("--wait on a failing session")?;
+    ensure!(err.contains(&format!("BrowserSession {n}/broken is Failed")), "{err}");
+    ensure!(err.contains("SecretNotFound") && err.contains("not-there"), "{err}");
+    ensure!(started.elapsed() < Duration::from_secs(50), "it waited for the timeout instead of the failure");
+    Ok(())
+}
+
+/// A Role that may read sessions and Pods and nothing else, bound to `user`.
+async fn reader_role(client: &Client, ns: &str, user: &str) -> anyhow::Result<()> {
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "session-reader"},
+        "rules": [
+            {"apiGroups": ["playpen.dev"], "resources": ["browsersessions"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}
+        ]
+    }))?;
+    Api::<Role>::namespaced(client.clone(), ns).create(&PostParams::default(), &role).await?;
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "session-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "session-reader"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
+    }))?;
+    Api::<RoleBinding>::namespaced(client.clone(), ns).create(&PostParams::default(), &binding).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn forbidden_names_the_missing_verb_resource_and_namespace() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "plugin-rbac").await?;
+    let n = ns.name.as_str();
+    create_session(&client, n, "demo", json!({"image": "i"})).await?;
+
+    // kubectl hands no flag placed before the plugin's name to it; --as goes after `playpen`.
+    let out = output(kubectl_with_plugin(&["--as=someone", "playpen", "ls", "-n", n])?).await?;
+    ensure!(out.code != 0 && out.stderr.contains("flags cannot be placed before plugin name"), "{out:?}");
+
+    let err = playpen(&["ls", "-n", n, "--as", "someone"]).await?.failed("ls as someone")?;
+    ensure!(
+        err.contains(&format!(
+            "forbidden: someone may not \"list\" \"browsersessions.playpen.dev\" in namespace \"{n}\""
+        )),
+        "{err}"
+    );
+    ensure!(err.contains(&format!("kubectl auth can-i list browsersessions.playpen.dev -n {n}")), "{err}");
+    let err = playpen(&["ls", "-A", "--as", "someone", "--as-group", "system:authenticated"]).await?.failed("ls -A")?;
+    ensure!(err.contains("\"list\" \"browsersessions.playpen.dev\" in all namespaces"), "{err}");
+    let err = playpen(&["new", "x", "-n", n, "--image", "i", "--as", "someone"]).await?.failed("new as someone")?;
+    ensure!(err.contains(&format!("may not \"create\" \"browsersessions.playpen.dev\" in namespace \"{n}\"")), "{err}");
+    ensure!(err.contains("playpen-admin role"), "{err}");
+
+    // May read sessions and Pods, may not exec, read logs or port-forward.
+    reader_role(&client, n, "reader").await?;
+    let as_reader = ["-n", n, "--as", "reader"];
+    eventually(Duration::from_secs(10), || async {
+        playpen(&[&["ls"][..], &as_reader].concat()).await?.ok("ls as reader").map(drop)
+    })
+    .await
+    .context("the reader's binding takes effect")?;
+    // Exec and port-forward over WebSockets are authorized as "get" (and,
+    // where AuthorizePodWebsocketUpgradeCreatePermission is on, "create").
+    let cases: [(&[&str], &[&str], &str); 5] = [
+        (&["run", "demo", "--", "goto", "https://example.com"], &["get", "create"], "pods/exec"),
+        (&["snapshot", "demo"], &["get", "create"], "pods/exec"),
+        (&["logs", "demo"], &["get"], "pods/log"),
+        (&["view", "demo"], &["get", "create"], "pods/portforward"),
+        (&["new", "other", "--image", "i"], &["create"], "browsersessions.playpen.dev"),
+    ];
+    for (args, verbs, resource) in cases {
+        let err = playpen(&[&as_reader[..], args].concat()).await?.failed(&format!("{args:?} as reader"))?;
+        let verb = verbs
+            .iter()
+            .find(|verb| err.contains(&format!("may not \"{verb}\" \"{resource}\" in namespace \"{n}\"")))
+            .with_context(|| format!("{args:?} does not name {verbs:?} {resource} in {n}: {err}"))?;
+        ensure!(
+            err.starts_with("error: forbidden: reader may not") || err.starts_with("error: forbidden: you may not"),
+            "{err}"
+        );
+        if let Some(sub) = resource.strip_prefix("pods/") {
+            ensure!(err.contains(&format!("kubectl auth can-i {verb} pods --subresource={sub} -n {n}")), "{err}");
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_missing_session_says_how_to_list_them() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "plugin-missing").await?;
+    let n = ns.name.as_str();
+    let want = format!("error: no BrowserSession \"nope\" in namespace \"{n}\" (kubectl playpen ls -n {n})");
+    for args in [
+        &["run", "nope", "-n", n, "--", "goto", "https://example.com"][..],
+        &["view", "nope", "-n", n],
+        &["cdp", "nope", "-n", n],
+        &["logs", "nope", "-n", n],
+        &["snapshot", "nope", "-n", n],
+        &["record", "nope", "-n", n],
+    ] {
+        let err = playpen(args).await?.failed(&format!("{args:?}"))?;
+        ensure!(err.trim() == want, "{args:?}: {err}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn sessions_without_a_viewer_or_cdp_are_refused_clearly() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "plugin-off").await?;
+    let n = ns.name.as_str();
+    create_session(&client, n, "blind", json!({"image": "i", "viewer": {"enabled": false}})).await?;
+    let err = playpen(&["view", "blind", "-n", n]).await?.failed("view without a viewer")?;
+    ensure!(err.contains(&format!("BrowserSession {n}/blind has no viewer (spec.viewer.enabled is false)")), "{err}");
+    let err = playpen(&["cdp", "blind", "-n", n]).await?.failed("cdp without CDP")?;
+    ensure!(err.contains(&format!("BrowserSession {n}/blind has CDP disabled")), "{err}");
+    let err = playpen(&["logs", "blind", "-n", n, "-c", "agent"]).await?.failed("logs of a missing sidecar")?;
+    ensure!(err.contains("has no agent sidecar"), "{err}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn completion_scripts_name_every_subcommand() -> anyhow::Result<()> {
+    let script = playpen(&["completion", "bash"]).await?.ok("completion bash")?;
+    ensure!(script.contains("complete -F") && script.contains("kubectl-playpen"), "{script:.300}");
+    // The top level's candidates: the `opts="…"` that offers the connection flags.
+    let top = script
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("opts=\""))
+        .find(|opts| opts.contains("--namespace") && opts.contains(" ls "))
+        .context("no top-level opts in the script")?;
+    let words: Vec<&str> = top.trim_end_matches('"').split_whitespace().collect();
+    for sub in ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "completion", "--namespace"] {
+        ensure!(words.contains(&sub), "{sub} is not completed at the top level: {top}");
+    }
+    for shell in ["zsh", "fish"] {
+        ensure!(playpen(&["completion", shell]).await?.ok(shell)?.contains("snapshot"), "{shell}");
+    }
+    Ok(())
+}
