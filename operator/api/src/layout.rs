@@ -17,6 +17,8 @@ pub const RUNTIME_CONFIG_DIR: &str = "/etc/playpen/runtime";
 pub const RUNTIME_CONFIG_KEY: &str = "runtime.json";
 /// The snapshot volume: the CLI's output directory (`PLAYWRIGHT_MCP_OUTPUT_DIR`).
 pub const SNAPSHOT_DIR: &str = "/var/lib/playpen/snapshots";
+/// Session recordings (video, trace), on the snapshot volume under its retention.
+pub const RECORDINGS_DIR: &str = "/var/lib/playpen/snapshots/recordings";
 /// The optional persistent browser profile volume.
 pub const PROFILE_DIR: &str = "/var/lib/playpen/profile";
 /// Saved auth state (cookies, storage) from the user's Secret, mounted 0400.
@@ -175,6 +177,7 @@ mod tests {
     fn contract_paths_nest_as_documented() {
         assert_eq!(HOME_DIR, format!("{DATA_HOME}/home"));
         assert!(SNAPSHOT_DIR.starts_with(&format!("{DATA_HOME}/")));
+        assert_eq!(RECORDINGS_DIR, format!("{SNAPSHOT_DIR}/recordings"));
         assert!(PROFILE_DIR.starts_with(&format!("{DATA_HOME}/")));
         for path in [NODE_BIN, CLI_PREFIX, BROWSERS_DIR, CHROMIUM_ARCHIVE_DIR] {
             assert!(path.starts_with(&format!("{IMAGE_ROOT}/")), "{path}");
