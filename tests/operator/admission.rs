@@ -33,6 +33,16 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
             "spec.viewer.port must be between 1024 and 65535",
         ),
         (
+            "cdp-low-port",
+            json!({"image": "i", "cdp": {"enabled": true, "port": 22}}),
+            "spec.cdp.port must be between 1024 and 65535",
+        ),
+        (
+            "cdp-on-viewer-port",
+            json!({"image": "i", "cdp": {"enabled": true, "port": 9323}}),
+            "spec.cdp.port must differ from spec.viewer.port",
+        ),
+        (
             "bad-chars",
             json!({"image": "i", "sessionName": "Agent One"}),
             "spec.sessionName must start with a lowercase letter or digit",
@@ -147,6 +157,18 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
     assert_eq!(created.spec.session_name.as_deref().map(str::len), Some(45));
     assert_eq!(created.spec.viewer.port, 9323, "documented default port");
     assert!(created.spec.viewer.enabled);
+    assert!(!created.spec.cdp.enabled, "CDP is opt-in");
+    assert_eq!(created.spec.cdp.port, 9222, "documented default CDP port");
+    // The same port is fine when the viewer, which would hold it, is off.
+    create(
+        &client,
+        n,
+        session(
+            "cdp-only",
+            json!({"image": "i", "viewer": {"enabled": false}, "cdp": {"enabled": true, "port": 9323}}),
+        ),
+    )
+    .await?;
     Ok(())
 }
 
@@ -163,6 +185,7 @@ async fn browser_fields_are_immutable_and_policy_fields_are_not() -> anyhow::Res
         (json!({"sandbox": "Disabled"}), "spec.sandbox is immutable"),
         (json!({"launchConfig": {"headless": false}}), "spec.launchConfig is immutable"),
         (json!({"viewer": {"port": 9400}}), "spec.viewer is immutable"),
+        (json!({"cdp": {"enabled": true}}), "spec.cdp is immutable"),
         (json!({"snapshots": {"volume": {"emptyDir": {"sizeLimit": "2Gi"}}}}), "spec.snapshots.volume is immutable"),
         (json!({"authState": {"secretRef": {"name": "x"}}}), "spec.authState is immutable"),
         (json!({"profile": {"claimName": "p"}}), "spec.profile is immutable"),

@@ -17,9 +17,7 @@ pub const RUNTIME_CONFIG_DIR: &str = "/etc/playpen/runtime";
 pub const RUNTIME_CONFIG_KEY: &str = "runtime.json";
 /// The snapshot volume: the CLI's output directory (`PLAYWRIGHT_MCP_OUTPUT_DIR`).
 pub const SNAPSHOT_DIR: &str = "/var/lib/playpen/snapshots";
-/// Where session recordings are written: a subdirectory of [`SNAPSHOT_DIR`]
-/// (snapshot retention deletes only regular files directly in
-/// [`SNAPSHOT_DIR`], so recordings are left alone).
+/// Session recordings (video, trace), on the snapshot volume under its retention.
 pub const RECORDINGS_DIR: &str = "/var/lib/playpen/snapshots/recordings";
 /// The optional persistent browser profile volume.
 pub const PROFILE_DIR: &str = "/var/lib/playpen/profile";

@@ -27,6 +27,10 @@ pub struct RuntimeConfig {
     /// The viewer relay, when enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub viewer_port: Option<u16>,
+    /// The CDP relay's pinned port, when enabled: the browser is then
+    /// launched with a loopback debugging port the relay forwards to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cdp_port: Option<u16>,
     /// Snapshot retention by age.
     pub snapshot_max_age_seconds: i64,
     /// Snapshot retention by count.

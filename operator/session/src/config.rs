@@ -179,6 +179,7 @@ pub(crate) mod tests {
             output_dir: "/var/lib/playpen/snapshots".into(),
             sandbox: SandboxMode::Enforced,
             viewer_port: Some(9323),
+            cdp_port: None,
             snapshot_max_age_seconds: 3600,
             snapshot_max_count: 500,
             snapshot_volume_bytes: Some(1 << 30),

@@ -68,6 +68,17 @@ pub enum Fatal {
         /// The bind error.
         source: std::io::Error,
     },
+    /// The pinned CDP port is held by something else.
+    #[error(
+        "CDP port 127.0.0.1:{port} is already in use ({source}): another process in the Pod holds it; \
+         choose another spec.cdp.port or stop that process"
+    )]
+    CdpPortTaken {
+        /// The pinned port.
+        port: u16,
+        /// The bind error.
+        source: std::io::Error,
+    },
     /// The snapshot volume is full of files retention may not delete.
     #[error(
         "the snapshot volume {dir} is full: {used} bytes in use of {capacity} after retention (full at {full_at}); \
@@ -103,6 +114,7 @@ impl Fatal {
             Fatal::NoUsableSandbox { .. } => "NoUsableSandbox",
             Fatal::SandboxAsRoot { .. } => "SandboxRequiresNonRoot",
             Fatal::ViewerPortTaken { .. } => "ViewerPortTaken",
+            Fatal::CdpPortTaken { .. } => "CdpPortTaken",
             Fatal::SnapshotVolumeFull { .. } => "SnapshotVolumeFull",
             Fatal::DaemonStart(_) => "DaemonStartFailed",
         }

@@ -17,6 +17,8 @@ use super::status::BrowserSessionStatus;
 
 /// Default pinned viewer port (the port `playwright-cli show` users know).
 pub const DEFAULT_VIEWER_PORT: i32 = 9323;
+/// Default pinned CDP port (Chromium's customary remote-debugging port).
+pub const DEFAULT_CDP_PORT: i32 = 9222;
 /// Default size of the in-memory `/dev/shm`.
 pub const DEFAULT_SHM_SIZE: &str = "1Gi";
 /// Default size limit of the snapshot emptyDir.
@@ -61,6 +63,8 @@ pub const DEFAULT_SNAPSHOT_MAX_COUNT: i32 = 500;
     validation = Rule::new("self.sandbox == oldSelf.sandbox").message("spec.sandbox is immutable: the browser was launched under it; delete and re-create the BrowserSession"),
     validation = Rule::new("self.launchConfig == oldSelf.launchConfig").message("spec.launchConfig is immutable: the browser was launched with it; delete and re-create the BrowserSession"),
     validation = Rule::new("self.viewer == oldSelf.viewer").message("spec.viewer is immutable: the runtime holds the pinned port for the browser's lifetime; delete and re-create the BrowserSession"),
+    validation = Rule::new("self.cdp == oldSelf.cdp").message("spec.cdp is immutable: the browser was launched with its debugging port and the runtime holds the pinned port; delete and re-create the BrowserSession"),
+    validation = Rule::new("!self.cdp.enabled || !self.viewer.enabled || self.cdp.port != self.viewer.port").message("spec.cdp.port must differ from spec.viewer.port: both are pinned on the Pod's loopback"),
     validation = Rule::new("self.snapshots.volume == oldSelf.snapshots.volume").message("spec.snapshots.volume is immutable: moving it would lose snapshots the agent holds paths to; delete and re-create the BrowserSession"),
     validation = Rule::new("has(self.authState) == has(oldSelf.authState) && (!has(self.authState) || self.authState == oldSelf.authState)").message("spec.authState is immutable: it is loaded once when the browser starts; delete and re-create the BrowserSession"),
     validation = Rule::new("has(self.profile) == has(oldSelf.profile) && (!has(self.profile) || self.profile == oldSelf.profile)").message("spec.profile is immutable: the browser holds the profile open; delete and re-create the BrowserSession"),
@@ -107,6 +111,11 @@ pub struct BrowserSessionSpec {
     /// The human takeover viewer (`playwright-cli show`) on a pinned port.
     #[serde(default)]
     pub viewer: Viewer,
+
+    /// An opt-in Chrome DevTools Protocol endpoint on a pinned loopback port,
+    /// for Playwright `connectOverCDP`, Puppeteer and browser-use clients.
+    #[serde(default)]
+    pub cdp: Cdp,
 
     /// Where snapshots go and how long they are kept.
     #[serde(default)]
@@ -228,6 +237,32 @@ impl Default for Viewer {
     fn default() -> Self {
         Self { enabled: true, port: DEFAULT_VIEWER_PORT }
     }
+}
+
+/// The Chrome DevTools Protocol endpoint: the session's own browser, on a
+/// pinned port bound to 127.0.0.1 in the Pod (reached only through
+/// `kubectl port-forward`, which RBAC authorises as `pods/portforward`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Cdp {
+    /// Expose the browser over CDP (default false): whoever can port-forward
+    /// to the Pod then drives the browser, its cookies and its profile.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The pinned port, on 127.0.0.1 in the Pod and on the `<name>-view` Service (default 9222).
+    #[serde(default = "default_cdp_port")]
+    #[x_kube(validation = Rule::new("self >= 1024 && self <= 65535").message("spec.cdp.port must be between 1024 and 65535 (unprivileged, since the runtime runs as non-root)"))]
+    pub port: i32,
+}
+
+impl Default for Cdp {
+    fn default() -> Self {
+        Self { enabled: false, port: DEFAULT_CDP_PORT }
+    }
+}
+
+fn default_cdp_port() -> i32 {
+    DEFAULT_CDP_PORT
 }
 
 fn default_true() -> bool {

@@ -30,6 +30,9 @@ pub struct BrowserSessionStatus {
     /// How a human reaches the viewer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub viewer: Option<ViewerStatus>,
+    /// How a client reaches the CDP endpoint, when enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cdp: Option<CdpStatus>,
     /// An example command that drives the session from outside the Pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec_hint: Option<String>,
@@ -100,6 +103,18 @@ pub struct ViewerStatus {
     /// The pinned port.
     pub port: i32,
     /// The exact command a viewer runs to tunnel in, then open http://127.0.0.1:<port>/.
+    pub command: String,
+}
+
+/// Where and how to reach the CDP endpoint.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CdpStatus {
+    /// The Service that carries the port (`<name>-view`).
+    pub service: String,
+    /// The pinned port.
+    pub port: i32,
+    /// The exact command that tunnels in; clients then connect to http://127.0.0.1:<port>.
     pub command: String,
 }
 

@@ -24,30 +24,46 @@ use k8s_openapi::api::networking::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use playpen_api::v1alpha1::{Egress, EgressMode, EgressPeer};
-use playpen_api::BrowserSession;
+use playpen_api::{BrowserSession, BrowserSessionSpec};
 
 use super::labels::{child_meta, pod_selector};
 use super::Identity;
 
 /// Port name of the viewer on the container and the Service.
 pub const VIEWER_PORT_NAME: &str = "viewer";
+/// Port name of the CDP endpoint on the container and the Service.
+pub const CDP_PORT_NAME: &str = "cdp";
 
-/// `<name>-view`, or `None` when the viewer is disabled.
+/// The enabled pinned ports (name, port): the viewer's and the CDP endpoint's.
+/// Both are bound on 127.0.0.1 in the Pod; they are declared on the container
+/// and the Service so `kubectl port-forward svc/<name>-view` finds them.
+pub fn pinned_ports(spec: &BrowserSessionSpec) -> Vec<(&'static str, i32)> {
+    let viewer = spec.viewer.enabled.then_some((VIEWER_PORT_NAME, spec.viewer.port));
+    let cdp = spec.cdp.enabled.then_some((CDP_PORT_NAME, spec.cdp.port));
+    viewer.into_iter().chain(cdp).collect()
+}
+
+/// `<name>-view`, carrying every pinned port; `None` when none is enabled.
 pub fn viewer_service(bs: &BrowserSession, id: &Identity) -> Option<Service> {
-    let viewer = &bs.spec.viewer;
-    viewer.enabled.then(|| Service {
+    let ports = pinned_ports(&bs.spec);
+    (!ports.is_empty()).then(|| Service {
         metadata: child_meta(id, &id.names.viewer_service, "viewer"),
         spec: Some(ServiceSpec {
             type_: Some("ClusterIP".into()),
             cluster_ip: Some("None".into()),
             selector: Some(pod_selector(&id.name)),
-            ports: Some(vec![ServicePort {
-                name: Some(VIEWER_PORT_NAME.into()),
-                protocol: Some("TCP".into()),
-                port: viewer.port,
-                target_port: Some(IntOrString::Int(viewer.port)),
-                ..ServicePort::default()
-            }]),
+            ports: Some(
+                ports
+                    .into_iter()
+                    .map(|(name, port)| ServicePort {
+                        name: Some(name.into()),
+                        protocol: Some("TCP".into()),
+                        port,
+                        target_port: Some(IntOrString::Int(port)),
+                        ..ServicePort::default()
+                    })
+                    .collect(),
+            ),
             ..ServiceSpec::default()
         }),
         ..Service::default()

@@ -16,7 +16,7 @@ use playpen_api::v1alpha1::{SandboxMode, DEFAULT_SHM_SIZE, DEFAULT_SNAPSHOT_SIZE
 use playpen_api::BrowserSession;
 
 use super::labels::{child_meta, COMPONENT_BROWSER};
-use super::network::VIEWER_PORT_NAME;
+use super::network::pinned_ports;
 use super::runtime::launch_config_path;
 use super::Identity;
 use super::Settings;
@@ -227,14 +227,18 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
         command: Some(vec![SESSION_RUNTIME_BIN.into()]),
         args: Some(vec!["run".into()]),
         env: Some(env.clone()),
-        ports: spec.viewer.enabled.then(|| {
-            vec![ContainerPort {
-                name: Some(VIEWER_PORT_NAME.into()),
-                container_port: spec.viewer.port,
-                protocol: Some("TCP".into()),
-                ..ContainerPort::default()
-            }]
-        }),
+        ports: Some(
+            pinned_ports(spec)
+                .into_iter()
+                .map(|(name, port)| ContainerPort {
+                    name: Some(name.into()),
+                    container_port: port,
+                    protocol: Some("TCP".into()),
+                    ..ContainerPort::default()
+                })
+                .collect::<Vec<_>>(),
+        )
+        .filter(|ports| !ports.is_empty()),
         readiness_probe: Some(Probe {
             exec: Some(ExecAction { command: Some(vec![SESSION_RUNTIME_BIN.into(), "probe".into()]) }),
             period_seconds: Some(2),

@@ -38,6 +38,7 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity) -> RuntimeConfig {
         output_dir: SNAPSHOT_DIR.to_owned(),
         sandbox: spec.sandbox,
         viewer_port: spec.viewer.enabled.then(|| u16::try_from(spec.viewer.port).ok()).flatten(),
+        cdp_port: spec.cdp.enabled.then(|| u16::try_from(spec.cdp.port).ok()).flatten(),
         snapshot_max_age_seconds: spec.snapshots.retention.max_age_seconds,
         snapshot_max_count: spec.snapshots.retention.max_count,
         snapshot_volume_bytes: snapshot_volume_bytes(bs),

@@ -253,6 +253,40 @@ fn viewer_service_pins_port_and_disabled_viewer_has_none() {
 }
 
 #[test]
+fn cdp_is_off_by_default_and_when_on_is_pinned_on_container_service_and_runtime() {
+    let plain = build(&minimal());
+    let names: Vec<_> = browser(&plain.pod).ports.iter().flatten().filter_map(|p| p.name.clone()).collect();
+    assert_eq!(names, ["viewer"], "no CDP port unless asked for");
+    assert_eq!(runtime_config(&minimal(), &Identity::of(&minimal()).expect("id")).cdp_port, None);
+
+    let bs = session(json!({"image": "i", "cdp": {"enabled": true, "port": 9333}}));
+    let c = build(&bs);
+    let ports: Vec<_> = browser(&c.pod)
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| (p.name.clone().unwrap_or_default(), p.container_port))
+        .collect();
+    assert_eq!(ports, [("viewer".to_owned(), 9323), ("cdp".to_owned(), 9333)]);
+    let service_ports: Vec<_> = c
+        .viewer_service
+        .and_then(|s| s.spec)
+        .and_then(|s| s.ports)
+        .expect("ports")
+        .into_iter()
+        .map(|p| (p.name.unwrap_or_default(), p.port))
+        .collect();
+    assert_eq!(service_ports, ports, "port-forward svc/<name>-view reaches both");
+    assert_eq!(runtime_config(&bs, &Identity::of(&bs).expect("id")).cdp_port, Some(9333));
+
+    // CDP alone still gets the Service, with only its port.
+    let alone = session(json!({"image": "i", "viewer": {"enabled": false}, "cdp": {"enabled": true}}));
+    let svc = build(&alone).viewer_service.expect("a Service for the CDP port");
+    let only: Vec<_> = svc.spec.and_then(|s| s.ports).expect("ports").into_iter().map(|p| p.port).collect();
+    assert_eq!(only, [9222]);
+}
+
+#[test]
 fn network_policy_denies_all_ingress_to_the_pod_and_limits_egress() {
     let np = build(&minimal()).network_policy;
     let spec = np.spec.expect("spec");

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use playpen_api::runtime_config::{TerminationReport, FALLBACK_REASON};
 use playpen_api::text::{condition_reason, truncate, CONDITION_MESSAGE_MAX_BYTES};
-use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode, ViewerStatus};
+use playpen_api::v1alpha1::{condition, BrowserSessionStatus, CdpStatus, Phase, SandboxMode, ViewerStatus};
 use playpen_api::BrowserSession;
 
 use crate::children::{egress_summary, EgressDefaults, Identity};
@@ -352,6 +352,11 @@ pub fn compute(
         socket_namespace: Some(id.socket_namespace.clone()),
         pod_name: observed.pod.map(|_| id.names.pod.clone()),
         viewer: viewer_status,
+        cdp: spec.cdp.enabled.then(|| CdpStatus {
+            service: id.names.viewer_service.clone(),
+            port: spec.cdp.port,
+            command: port_forward_command(&id.namespace, &id.names.viewer_service, spec.cdp.port),
+        }),
         exec_hint: Some(format!(
             "kubectl -n {} exec {} -c browser -- playwright-cli goto https://example.com",
             id.namespace, id.names.pod

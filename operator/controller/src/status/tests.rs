@@ -61,6 +61,11 @@ fn no_pod_is_pending_and_reports_how_to_connect() {
     assert_eq!(s.observed_generation, Some(3));
     assert!(cond(&s, condition::READY).observed_generation == Some(3));
     assert!(s.exec_hint.expect("hint").contains("kubectl -n ns exec demo-browser -c browser -- playwright-cli"));
+    assert!(s.cdp.is_none(), "no CDP status unless enabled");
+    let with_cdp = run(&session(json!({"image": "i", "cdp": {"enabled": true}})), &[], None);
+    let cdp = with_cdp.cdp.expect("cdp status");
+    assert_eq!((cdp.service.as_str(), cdp.port), ("demo-view", 9222));
+    assert_eq!(cdp.command, "kubectl -n ns port-forward svc/demo-view 9222:9222");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! and namespace, CLI attribution and hooks, browser readiness, pinned
 //! port), then the supervised children, retention, and the wait for SIGTERM.
 
+pub(crate) mod cdp;
 pub(crate) mod daemon;
 pub(crate) mod dashboard;
 pub(crate) mod idle;
@@ -39,6 +40,8 @@ use supervisor::ChildSpec;
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a viewer connection waits for a restarting dashboard.
 const RELAY_WAIT: Duration = Duration::from_secs(10);
+/// How long a CDP connection waits for the browser to launch or restart.
+const CDP_WAIT: Duration = Duration::from_secs(30);
 
 /// Runs the session; returns the process exit code.
 pub async fn run(opts: Options) -> i32 {
@@ -131,6 +134,19 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     tracing::info!(session = %config.session_name, "start-up checks passed");
     // Claimed before any child starts, and held until the process exits.
     let listener = config.viewer_port.map(relay::bind_pinned).transpose()?;
+    let cdp_listener = config
+        .cdp_port
+        .map(|port| relay::bind_loopback(port).map_err(|source| Fatal::CdpPortTaken { port, source }))
+        .transpose()?;
+    let mut config = config.clone();
+    let mut user_data_dir = prepared.user_data_dir.clone();
+    if config.cdp_port.is_some() {
+        let derived = cdp::launch::write(Path::new(&config.launch_config), &std::env::temp_dir())
+            .map_err(|message| Fatal::Config { path: config.launch_config.clone().into(), message })?;
+        config.launch_config = derived.config.display().to_string();
+        user_data_dir = Some(derived.user_data_dir);
+    }
+    let config = &config;
     let env = child_env(config, &prepared.home, |name| std::env::var(name).ok());
     let spec = |name, program: &Path, args| ChildSpec {
         name,
@@ -148,7 +164,7 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     let plan = DaemonPlan {
         spec: spec("daemon", &prepared.node, daemon_args(&entry, &config.session_name)),
         start_timeout: START_TIMEOUT,
-        user_data_dir: prepared.user_data_dir.clone(),
+        user_data_dir,
         auth,
         restart_record: crate::restarts::record_dir(&config.sockets_dir),
         session: config.session_name.clone(),
@@ -183,6 +199,16 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
             upstream_tx,
             stop_rx.clone(),
         )));
+    }
+    if let Some(listener) = cdp_listener {
+        let browser = Arc::new(cdp::SessionBrowser {
+            runtime_pid: std::process::id(),
+            open: spec("tab-list", &prepared.launcher, vec![format!("-s={}", config.session_name), "tab-list".into()]),
+            managed: managed.clone(),
+            launching: tokio::sync::Mutex::default(),
+        });
+        // A client may wait for a first launch: Chromium starts in 1.4–2.1 s on 2 cores.
+        tokio::spawn(cdp::serve(listener, browser, CDP_WAIT, viewers.clone()));
     }
     let mut retention_task = tokio::spawn(retain(opts.config.clone().into(), config.clone(), opts.clone()));
     let idle = idle_reached(config, opts, state_rx.clone(), viewers);

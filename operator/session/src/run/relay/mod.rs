@@ -16,14 +16,18 @@ use tokio::sync::watch;
 
 use crate::error::Fatal;
 
-mod pump;
+pub(crate) mod pump;
 
-/// Binds `127.0.0.1:<port>`; never any other address.
+/// Binds the viewer's `127.0.0.1:<port>`; never any other address.
 pub fn bind_pinned(port: u16) -> Result<TcpListener, Fatal> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let listener = std::net::TcpListener::bind(addr).map_err(|source| Fatal::ViewerPortTaken { port, source })?;
-    listener.set_nonblocking(true).map_err(|source| Fatal::ViewerPortTaken { port, source })?;
-    TcpListener::from_std(listener).map_err(|source| Fatal::ViewerPortTaken { port, source })
+    bind_loopback(port).map_err(|source| Fatal::ViewerPortTaken { port, source })
+}
+
+/// Binds `127.0.0.1:<port>` for a pinned endpoint; never any other address.
+pub(crate) fn bind_loopback(port: u16) -> std::io::Result<TcpListener> {
+    let listener = std::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))?;
+    listener.set_nonblocking(true)?;
+    TcpListener::from_std(listener)
 }
 
 /// The dashboard's address from its `Listening on http://127.0.0.1:<port>[/…]`
@@ -57,10 +61,10 @@ pub async fn answers_http(addr: SocketAddr, timeout: Duration) -> bool {
 
 /// Counts a viewer connection while it is open: a human watching or driving
 /// through the viewer is use of the session (the idle timeout waits for it).
-struct OpenConnection(Arc<AtomicUsize>);
+pub(crate) struct OpenConnection(Arc<AtomicUsize>);
 
 impl OpenConnection {
-    fn new(open: Arc<AtomicUsize>) -> Self {
+    pub(crate) fn new(open: Arc<AtomicUsize>) -> Self {
         open.fetch_add(1, Ordering::Relaxed);
         Self(open)
     }
