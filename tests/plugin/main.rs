@@ -215,6 +215,14 @@ async fn new_creates_a_valid_session_from_flags_and_a_file() -> anyhow::Result<(
     let managers: Vec<_> = created.metadata.managed_fields.iter().flatten().filter_map(|m| m.manager.clone()).collect();
     ensure!(managers.contains(&"kubectl-playpen".to_owned()), "{managers:?}");
 
+    // --cdp turns the CDP endpoint on (default port), and the hints say how to reach it.
+    let out = playpen(&["new", "with-cdp", "-n", n, "--image", "i", "--cdp"]).await?.ok("new --cdp")?;
+    ensure!(out.contains(&format!("kubectl playpen cdp with-cdp -n {n}")), "{out}");
+    let cdp = api.get("with-cdp").await?.spec.cdp;
+    ensure!(cdp.enabled && cdp.port == 9222, "{cdp:?}");
+    let wide = playpen(&["ls", "-n", n, "-o", "wide"]).await?.ok("ls -o wide")?;
+    ensure!(wide.lines().any(|l| l.starts_with("with-cdp") && l.contains(" 9222 ")), "{wide}");
+
     // $PLAYPEN_IMAGE stands in for --image.
     playpen_with(&["new", "from-env", "-n", n], &[("PLAYPEN_IMAGE", Some("playpen/browser:env"))])
         .await?

@@ -125,17 +125,21 @@ pub fn viewer_port(session: &BrowserSession) -> Result<u16> {
     }
 }
 
-/// Whether BrowserSessionSpec has `spec.cdp`: `new --cdp` refuses while it does not.
-pub const CDP_FIELD_SUPPORTED: bool = false;
-
-/// The session's CDP port. The hook for `spec.cdp` / `status.cdp`: this
-/// build's playpen-api has neither, so every session counts as CDP-disabled.
+/// The session's CDP port: `status.cdp.port`, else `spec.cdp.port`.
+/// Refuses when the session has CDP disabled.
 pub fn cdp_port(session: &BrowserSession) -> Result<u16> {
     let ns = session.metadata.namespace.clone().unwrap_or_default();
-    Err(Error::Unavailable(format!(
-        "BrowserSession {ns}/{} has CDP disabled (this kubectl-playpen knows no spec.cdp)",
-        name(session)
-    )))
+    let name = name(session);
+    if !session.spec.cdp.enabled {
+        return Err(Error::Unavailable(format!(
+            "BrowserSession {ns}/{name} has CDP disabled (spec.cdp.enabled is false, and spec.cdp cannot change): \
+             create a session with it on, e.g. kubectl playpen new NAME --cdp -n {ns}"
+        )));
+    }
+    match session.status.as_ref().and_then(|s| s.cdp.as_ref()) {
+        Some(cdp) => port(cdp.port, "status.cdp.port"),
+        None => port(session.spec.cdp.port, "spec.cdp.port"),
+    }
 }
 
 #[cfg(test)]
@@ -143,7 +147,7 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
     use kube::core::response::StatusDetails;
-    use playpen_api::v1alpha1::{Phase, ViewerStatus};
+    use playpen_api::v1alpha1::{CdpStatus, Phase, ViewerStatus};
 
     fn session(spec: serde_json::Value, status: Option<serde_json::Value>) -> BrowserSession {
         let mut value = serde_json::json!({
@@ -257,5 +261,28 @@ mod tests {
             ..Default::default()
         });
         assert!(viewer_port(&s).unwrap_err().to_string().contains("70000, not a TCP port"));
+    }
+
+    #[test]
+    fn cdp_port_from_status_then_spec_and_refused_when_disabled() {
+        let s = session(serde_json::json!({"image": "i"}), None);
+        let err = cdp_port(&s).unwrap_err().to_string();
+        assert!(err.contains("team-a/demo has CDP disabled (spec.cdp.enabled is false"), "{err}");
+        assert!(err.contains("kubectl playpen new NAME --cdp -n team-a"), "{err}");
+        let s = session(serde_json::json!({"image": "i", "cdp": {"enabled": true}}), None);
+        assert_eq!(cdp_port(&s).unwrap(), 9222);
+        let mut s = session(serde_json::json!({"image": "i", "cdp": {"enabled": true, "port": 9300}}), None);
+        assert_eq!(cdp_port(&s).unwrap(), 9300);
+        s.status = Some(BrowserSessionStatus {
+            cdp: Some(CdpStatus { service: "demo-view".into(), port: 9301, command: String::new() }),
+            ..Default::default()
+        });
+        assert_eq!(cdp_port(&s).unwrap(), 9301);
+        let mut s = session(serde_json::json!({"image": "i", "cdp": {"enabled": true}}), None);
+        s.status = Some(BrowserSessionStatus {
+            cdp: Some(CdpStatus { service: "demo-view".into(), port: -1, command: String::new() }),
+            ..Default::default()
+        });
+        assert!(cdp_port(&s).unwrap_err().to_string().contains("status.cdp.port is -1"));
     }
 }

@@ -19,7 +19,7 @@ pub fn table(items: &[BrowserSession], now: i64, all_namespaces: bool, wide: boo
     }
     headers.extend(["NAME", "PHASE", "READY", "AGE", "POD", "POOL"]);
     if wide {
-        headers.extend(["SESSION", "VIEWER-PORT", "IMAGE"]);
+        headers.extend(["SESSION", "VIEWER-PORT", "CDP-PORT", "IMAGE"]);
     }
     let rows: Vec<Vec<String>> = items
         .iter()
@@ -50,9 +50,15 @@ pub fn table(items: &[BrowserSession], now: i64, all_namespaces: bool, wide: boo
                     None if s.spec.viewer.enabled => s.spec.viewer.port.to_string(),
                     None => "off".to_owned(),
                 };
+                let cdp = match status.and_then(|st| st.cdp.as_ref()) {
+                    Some(cdp) => cdp.port.to_string(),
+                    None if s.spec.cdp.enabled => s.spec.cdp.port.to_string(),
+                    None => "off".to_owned(),
+                };
                 row.extend([
                     status.and_then(|st| st.session_name.clone()).unwrap_or_else(dash),
                     port,
+                    cdp,
                     s.spec.image.clone(),
                 ]);
             }
@@ -149,7 +155,13 @@ mod tests {
         let mut items = vec![
             session("team-b", "zeta", NOW - 40, json!({"image": "img:1", "viewer": {"enabled": false}}), json!({})),
             session("team-a", "demo", NOW - 3 * 86400 - 4 * 3600, json!({"image": "img:2"}), ready),
-            session("team-a", "alpha", NOW - 130, json!({"image": "img:3"}), json!({"phase": "Pending"})),
+            session(
+                "team-a",
+                "alpha",
+                NOW - 130,
+                json!({"image": "img:3", "cdp": {"enabled": true}}),
+                json!({"phase": "Pending"}),
+            ),
         ];
         sort(&mut items);
         items
@@ -176,10 +188,10 @@ mod tests {
     fn all_namespaces_and_wide_add_columns() {
         assert_eq!(
             table(&items(), NOW, true, true),
-            "NAMESPACE   NAME    PHASE     READY   AGE     POD            POOL   SESSION   VIEWER-PORT   IMAGE\n\
-             team-a      alpha   Pending   -       2m10s   -              -      -         9323          img:3\n\
-             team-a      demo    Ready     True    3d4h    demo-browser   -      demo      9400          img:2\n\
-             team-b      zeta    -         -       40s     -              -      -         off           img:1\n"
+            "NAMESPACE   NAME    PHASE     READY   AGE     POD            POOL   SESSION   VIEWER-PORT   CDP-PORT   IMAGE\n\
+             team-a      alpha   Pending   -       2m10s   -              -      -         9323          9222       img:3\n\
+             team-a      demo    Ready     True    3d4h    demo-browser   -      demo      9400          off        img:2\n\
+             team-b      zeta    -         -       40s     -              -      -         off           off        img:1\n"
         );
     }
 

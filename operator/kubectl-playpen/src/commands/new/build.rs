@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::IMAGE_ENV;
 use crate::error::{Error, Result};
-use crate::sessions::{CDP_FIELD_SUPPORTED, POOL_FIELD_SUPPORTED};
+use crate::sessions::POOL_FIELD_SUPPORTED;
 
 /// What `new` was asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -101,11 +101,6 @@ pub fn build(request: &Request) -> Result<Value> {
                  session cannot come from a warm pool; leave out --pool"
             )));
         }
-    }
-    if request.cdp && !CDP_FIELD_SUPPORTED {
-        return Err(Error::Usage(
-            "--cdp: this kubectl-playpen was built against a BrowserSession API without spec.cdp".into(),
-        ));
     }
     let extra = match &request.file {
         Some((text, file)) => parse_extra(text, file, &request.name, &request.namespace)?,
@@ -269,6 +264,19 @@ mod tests {
     fn unknown_fields_are_kept_for_the_servers_strict_validation() {
         let object = build(&with_file("imagePullPolicy: Never\nnotAField: 1\n")).unwrap();
         assert_eq!(object["spec"]["notAField"], 1);
+    }
+
+    #[test]
+    fn cdp_turns_the_endpoint_on_and_keeps_a_files_port() {
+        let object = build(&Request { cdp: true, ..request() }).unwrap();
+        assert_eq!(object["spec"]["cdp"], json!({"enabled": true}));
+        let typed: BrowserSession = serde_json::from_value(object).unwrap();
+        assert!(typed.spec.cdp.enabled);
+        assert_eq!(typed.spec.cdp.port, 9222);
+        let object = build(&Request { cdp: true, ..with_file("cdp: {port: 9300}\n") }).unwrap();
+        assert_eq!(object["spec"]["cdp"], json!({"enabled": true, "port": 9300}));
+        let object = build(&with_file("cdp: {enabled: true}\n")).unwrap();
+        assert_eq!(object["spec"]["cdp"]["enabled"], true, "the file alone may turn it on");
     }
 
     #[test]

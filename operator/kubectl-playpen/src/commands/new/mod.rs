@@ -80,13 +80,13 @@ pub async fn run(cluster: &Cluster, args: NewArgs) -> Result<()> {
     println!("browsersession.playpen.dev/{} created in namespace {ns} (image {image})", args.name);
     if !args.wait {
         println!("it becomes Ready in a moment (kubectl playpen ls -n {ns}); then:");
-        print!("{}", usage_hints(&ns, &args.name, args.cdp));
+        print!("{}", usage_hints(&ns, &args.name, created.spec.cdp.enabled));
         return Ok(());
     }
     let status = wait::until_ready(cluster, &args.name, args.timeout).await?;
     let pod = status.pod_name.as_deref().unwrap_or("-");
     println!("BrowserSession {ns}/{} is Ready (Pod {pod}):", args.name);
-    print!("{}", usage_hints(&ns, &args.name, args.cdp));
+    print!("{}", usage_hints(&ns, &args.name, created.spec.cdp.enabled));
     Ok(())
 }
 
