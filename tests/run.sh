@@ -39,6 +39,10 @@ cargo test --workspace --locked --no-run
 cargo build -p playpen-operator --locked
 PLAYPEN_OPERATOR_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/playpen-operator"
 export PLAYPEN_OPERATOR_BIN
+# The plugin and end-to-end tests run kubectl-playpen through kubectl's plugin mechanism.
+cargo build -p kubectl-playpen --locked
+PLAYPEN_KUBECTL_PLUGIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/kubectl-playpen"
+export PLAYPEN_KUBECTL_PLUGIN
 
 log "starting a fresh single-node cluster (state left by a demo or an earlier run is purged)"
 trap 'tests/cluster/stop.sh --purge >/dev/null 2>&1 || true; tests/imagebuild/registry.sh --stop >/dev/null 2>&1 || true' EXIT

@@ -1,11 +1,12 @@
 //! The command-line tools a platform team uses, run for real: kubectl (exec,
-//! logs, port-forward, auth can-i) and helm, against the test cluster.
+//! logs, port-forward, auth can-i), the `kubectl playpen` plugin and helm,
+//! against the test cluster.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use playpen_tests::{kubeconfig_path, tool};
+use playpen_tests::{kubeconfig_path, kubectl_plugin_command, tool};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -51,6 +52,64 @@ async fn run(var: &str, args: &[&str], timeout: Duration) -> anyhow::Result<Outp
 /// `kubectl <args>`.
 pub async fn kubectl(args: &[&str]) -> anyhow::Result<Output> {
     run("PLAYPEN_KUBECTL", args, Duration::from_secs(120)).await
+}
+
+/// `kubectl playpen <args>`, through kubectl's plugin mechanism.
+pub async fn playpen(args: &[&str]) -> anyhow::Result<Output> {
+    let mut command = kubectl_plugin_command(args)?;
+    let out = tokio::time::timeout(Duration::from_secs(120), command.output())
+        .await
+        .with_context(|| format!("kubectl playpen {args:?} did not finish within 120 s"))??;
+    Ok(Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+/// A `kubectl playpen view|cdp` that serves until dropped.
+pub struct Serving {
+    /// The first stdout lines it printed.
+    pub lines: Vec<String>,
+    _child: Child,
+}
+
+/// Starts `kubectl playpen <args>` and waits (30 s at most) for its first
+/// `lines` lines of stdout; stderr is collected and shown when it ends early.
+pub async fn playpen_serving(args: &[&str], lines: usize) -> anyhow::Result<Serving> {
+    let mut child = kubectl_plugin_command(args)?.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let stderr = child.stderr.take().context("stderr")?;
+    let errors = tokio::spawn(async move {
+        let mut all = String::new();
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("kubectl playpen: {line}");
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let mut reader = BufReader::new(stdout).lines();
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), async {
+        while got.len() < lines {
+            match reader.next_line().await? {
+                Some(line) => got.push(line),
+                None => break,
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })
+    .await;
+    if got.len() < lines {
+        let _ = child.kill().await;
+        let stderr = errors.await.unwrap_or_default();
+        bail!("kubectl playpen {args:?} printed {got:?} and no more ({read:?}); stderr:\n{stderr}");
+    }
+    // Keep draining stdout so the plugin never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = reader.next_line().await {} });
+    Ok(Serving { lines: got, _child: child })
 }
 
 /// `helm <args>` (installs wait for rollouts, so the bound is generous).

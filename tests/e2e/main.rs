@@ -10,6 +10,7 @@
 mod hostile;
 mod kubectl;
 mod network;
+mod plugin;
 mod session;
 mod setup;
 
@@ -21,16 +22,18 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     let client = client().await?;
     let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
     let (b, system) = (installed.team_b.name.as_str(), installed.system.name.as_str());
-    let (main, isolation, hostile) = tokio::join!(
+    let (main, isolation, hostile, plugin) = tokio::join!(
         session::drive_view_recover_delete(&client, &installed),
         session::isolation_and_disabled(&client, &installed),
         hostile::non_ascii_executable_is_reported_not_fatal(&client, b, system),
+        plugin::plugin_drives_a_session(&client, &installed),
     );
     let survived = hostile::operator_never_restarted(&client, system).await;
     let uninstalled = setup::uninstall(&client, &installed).await;
     main.context("the main session (steps 2-4, 6-8)")?;
     isolation.context("the second team's session (steps 5, 6)")?;
     hostile.context("a tenant's non-ASCII executablePath")?;
+    plugin.context("kubectl playpen on a real session")?;
     survived.context("the operator across the whole suite")?;
     uninstalled
 }
