@@ -119,6 +119,9 @@ async fn install_run_as_chart_account_upgrade_uninstall() -> anyhow::Result<()> 
     assert!(!can(&alice, "delete", "playpen.dev", "browsersessions", None, Some(w)).await?);
     assert!(can(&bob, "create", "", "pods", Some("portforward"), Some(w)).await?);
     assert!(can(&bob, "create", "", "pods", Some("exec"), Some(w)).await?);
+    // kubectl playpen logs: the driver reads the runtime's log, the viewer does not.
+    assert!(can(&bob, "get", "", "pods", Some("log"), Some(w)).await?);
+    assert!(!can(&alice, "get", "", "pods", Some("log"), Some(w)).await?);
     assert!(
         !can(&alice, "create", "", "pods", Some("portforward"), Some(&other.name)).await?,
         "bound in one namespace only"
