@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Portforwarder};
 use playpen_api::BrowserSession;
-use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -77,13 +77,34 @@ impl<C: Connector> Tunnel<C> {
     }
 }
 
-async fn relay<C: Connector>(mut socket: tokio::net::TcpStream, connector: &C) -> Result<()> {
-    let mut remote = connector.connect().await?;
-    match tokio::io::copy_bidirectional(&mut socket, &mut remote).await {
-        Ok(_) => Ok(()),
+/// Copies both ways until the remote end is done. A client's half-close is
+/// not passed on: kube-rs ends the whole port-forward stream when its local
+/// side reaches EOF, which would cut off a response still on its way.
+async fn relay<C: Connector>(socket: tokio::net::TcpStream, connector: &C) -> Result<()> {
+    let remote = connector.connect().await?;
+    let (mut local_read, mut local_write) = socket.into_split();
+    let (mut remote_read, mut remote_write) = tokio::io::split(remote);
+    let upstream = async {
+        match tokio::io::copy(&mut local_read, &mut remote_write).await {
+            // EOF: the client may still be reading; the remote end decides when it is over.
+            Ok(_) => std::future::pending().await,
+            Err(e) => e,
+        }
+    };
+    let downstream = async {
+        let copied = tokio::io::copy(&mut remote_read, &mut local_write).await;
+        let _ = local_write.shutdown().await;
+        copied
+    };
+    let failed = tokio::select! {
+        e = upstream => Some(e),
+        copied = downstream => copied.err(),
+    };
+    match failed {
+        None => Ok(()),
         // The browser or the remote end hung up: normal for HTTP and WebSockets.
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) => Ok(()),
-        Err(e) => Err(Error::Io { what: "relaying".into(), source: e }),
+        Some(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) => Ok(()),
+        Some(e) => Err(Error::Io { what: "relaying".into(), source: e }),
     }
 }
 
@@ -269,6 +290,64 @@ mod tests {
         // Stopped: open connections are dropped and the port is closed.
         assert!(read_all(&mut fourth).await.is_empty());
         assert!(TcpStream::connect(addr).await.is_err());
+    }
+
+    /// Like a kube-rs port-forward: EOF from the local side ends the stream
+    /// at once; answers come a moment after the request.
+    #[derive(Debug, Default)]
+    struct SlowAnswer;
+
+    impl Connector for SlowAnswer {
+        type Stream = DuplexStream;
+        async fn connect(&self) -> Result<DuplexStream> {
+            let (ours, theirs) = tokio::io::duplex(1024);
+            tokio::spawn(async move {
+                let (mut read, mut write) = tokio::io::split(theirs);
+                let mut buf = [0u8; 64];
+                loop {
+                    match read.read(&mut buf).await {
+                        Ok(0) | Err(_) => return, // EOF: the whole stream is gone
+                        Ok(n) => {
+                            let answer = buf[..n].to_vec();
+                            let mut peek = [0u8; 1];
+                            tokio::select! {
+                                // an EOF before the answer is ready cuts it off
+                                r = read.read(&mut peek) => if matches!(r, Ok(0) | Err(_)) { return },
+                                () = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+                            }
+                            if write.write_all(&answer).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+            Ok(ours)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_clients_half_close_does_not_cut_off_the_answer() {
+        let tunnel = Tunnel::bind(0, SlowAnswer).await.unwrap();
+        let addr = tunnel.local_addr().unwrap();
+        let server = tokio::spawn(tunnel.serve_until(std::future::pending()));
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client.write_all(b"GET / HTTP/1.0\r\n\r\n").await.unwrap();
+        client.shutdown().await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            let mut buf = [0u8; 64];
+            while answer.len() < 18 {
+                match client.read(&mut buf).await.unwrap() {
+                    0 => break,
+                    n => answer.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(answer, b"GET / HTTP/1.0\r\n\r\n");
+        server.abort();
     }
 
     #[tokio::test]
