@@ -32,7 +32,19 @@ pub async fn create(
     sandbox: &str,
     network: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let bs: BrowserSession = serde_json::from_value(json!({
+    create_with(client, ns, name, sandbox, network, json!({})).await
+}
+
+/// [`create`] with more spec fields (`extra`'s keys replace the defaults').
+pub async fn create_with(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    sandbox: &str,
+    network: serde_json::Value,
+    extra: serde_json::Value,
+) -> anyhow::Result<()> {
+    let mut object = json!({
         "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
         "metadata": {"name": name},
         "spec": {
@@ -47,7 +59,11 @@ pub async fn create(
             "pod": {"tolerations": tolerations(), "shmSize": "256Mi"},
             "network": network
         }
-    }))?;
+    });
+    if let (Some(spec), Some(extra)) = (object["spec"].as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    let bs: BrowserSession = serde_json::from_value(object)?;
     Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
     Ok(())
 }
@@ -76,7 +92,7 @@ pub async fn wait_ready(client: &Client, ns: &str, name: &str) -> anyhow::Result
     Ok((status, t0.elapsed()))
 }
 
-fn pod_name(status: &BrowserSessionStatus) -> anyhow::Result<String> {
+pub fn pod_name(status: &BrowserSessionStatus) -> anyhow::Result<String> {
     status.pod_name.clone().context("status.podName is empty")
 }
 
