@@ -4,7 +4,8 @@
 # kube-controller-manager, kube-scheduler, kubelet, kube-proxy built from the
 # Go module proxy and cached by version by tests/cluster/build.sh; containerd,
 # runc and CNI plugins from Debian), helm (the same way), the real
-# playwright-cli with Debian's Chromium, Docker Engine, a local OCI registry
+# playwright-cli with Debian's Chromium, Playwright and Puppeteer clients from
+# npm (tests/e2e/clients), Docker Engine, a local OCI registry
 # (distribution, built from the Go module proxy), and the images
 # playpen-imagebuild builds. Installs what it needs; stops and purges the
 # cluster when done, so no test object outlives the run (dockerd is left
@@ -59,6 +60,10 @@ export PLAYPEN_HELM PLAYPEN_KUBECTL
 log "installing Chromium and the pinned playwright-cli (session runtime tests)"
 PLAYPEN_TEST_CLI_PREFIX="$(tests/session/setup.sh | tail -n 1)"
 export PLAYPEN_TEST_CLI_PREFIX
+
+log "installing the host-side CDP and viewer clients (end-to-end tests)"
+PLAYPEN_E2E_CLIENTS="$(tests/e2e/clients.sh | tail -n 1)"
+export PLAYPEN_E2E_CLIENTS
 
 log "starting Docker Engine and the debootstrap base image (image builder tests)"
 tests/imagebuild/setup.sh >/dev/null

@@ -2,6 +2,9 @@
 // browser image's own Node: a button whose click the server records (in its
 // log and at /clicks), so a click through a snapshot ref is proven server-side.
 // Every request is logged too: a fixture a session must not reach shows none.
+// `/colour` is one solid colour under an invisible full-page button that
+// turns it another colour: what a viewer's screencast shows can be read from
+// one pixel, and a click through the viewer changes it.
 'use strict';
 const http = require('http');
 let clicks = 0;
@@ -9,11 +12,20 @@ const page = `<!doctype html><html><head><title>Playpen fixture</title></head><b
 <h1 id="heading">Fixture</h1>
 <button onclick="fetch('/click', {method: 'POST'}).then(() => { document.getElementById('heading').textContent = 'Clicked'; })">Record a click</button>
 </body></html>`;
+const colourPage = `<!doctype html><html><head><title>Colour fixture</title><style>
+html, body { margin: 0; height: 100%; background: rgb(255, 0, 170); }
+button { position: fixed; inset: 0; width: 100%; height: 100%; opacity: 0; }
+</style></head><body>
+<button onclick="document.body.style.background = 'rgb(0, 170, 255)'; document.body.dataset.clicked = 'yes';">Change colour</button>
+</body></html>`;
 http.createServer((req, res) => {
   console.log(`${req.method} ${req.url} from ${req.socket.remoteAddress}`);
   if (req.method === 'GET' && req.url === '/') {
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end(page);
+  } else if (req.method === 'GET' && req.url === '/colour') {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(colourPage);
   } else if (req.method === 'POST' && req.url === '/click') {
     clicks += 1;
     console.log(`click ${clicks}`);

@@ -7,12 +7,15 @@
 //! One test: the chart's ClusterRoles are cluster-wide names, and the scenarios
 //! share the installation. Independent scenarios run concurrently.
 
+mod cdp;
+mod clients;
 mod hostile;
 mod kubectl;
 mod network;
 mod plugin;
 mod session;
 mod setup;
+mod viewer;
 
 use anyhow::Context as _;
 use playpen_tests::client;
@@ -22,10 +25,12 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     let client = client().await?;
     let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
     let (b, system) = (installed.team_b.name.as_str(), installed.system.name.as_str());
-    let (main, isolation, hostile, plugin) = tokio::join!(
+    let (main, isolation, hostile, viewer, cdp, plugin) = tokio::join!(
         session::drive_view_recover_delete(&client, &installed),
         session::isolation_and_disabled(&client, &installed),
         hostile::non_ascii_executable_is_reported_not_fatal(&client, b, system),
+        viewer::a_real_browser_watches_and_drives(&client, &installed),
+        cdp::playwright_and_puppeteer_drive_the_session(&client, &installed),
         plugin::plugin_drives_a_session(&client, &installed),
     );
     let survived = hostile::operator_never_restarted(&client, system).await;
@@ -33,6 +38,8 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     main.context("the main session (steps 2-4, 6-8)")?;
     isolation.context("the second team's session (steps 5, 6)")?;
     hostile.context("a tenant's non-ASCII executablePath")?;
+    viewer.context("the viewer in a real browser")?;
+    cdp.context("Playwright and Puppeteer over CDP")?;
     plugin.context("kubectl playpen on a real session")?;
     survived.context("the operator across the whole suite")?;
     uninstalled

@@ -13,7 +13,7 @@ use playpen_tests::http_get;
 use serde_json::json;
 
 use crate::kubectl::{playpen, playpen_serving, sh};
-use crate::session::{create_with_spec, spec, wait_ready, BROWSER};
+use crate::session::{create_with, wait_ready, BROWSER};
 use crate::setup::Installed;
 
 /// The local address in a URL the plugin printed (`http://127.0.0.1:<port>[/]`).
@@ -51,9 +51,7 @@ pub async fn plugin_drives_a_session(client: &Client, installed: &Installed) -> 
     let (ns, fixture_url) = (installed.team_a.name.as_str(), installed.fixture_url.as_str());
     let name = "plugged";
     let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": "fixture"}}]}});
-    let mut spec = spec("Enforced", network);
-    spec["cdp"] = json!({"enabled": true});
-    create_with_spec(client, ns, name, spec).await?;
+    create_with(client, ns, name, "Enforced", network, json!({"cdp": {"enabled": true}})).await?;
     let (status, took) = wait_ready(client, ns, name).await.context("the plugin's session becomes Ready")?;
     eprintln!("e2e: {ns}/{name} Ready after {took:?}");
     let pod = status.pod_name.clone().context("status.podName is empty")?;

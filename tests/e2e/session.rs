@@ -23,34 +23,6 @@ pub const BROWSER: &str = "browser";
 /// The viewer's pinned port (the CRD default).
 pub const VIEWER_PORT: u16 = 9323;
 
-/// The spec of a BrowserSession on the e2e browser image (Debian's
-/// Chromium) with `network` as its spec.network.
-pub fn spec(sandbox: &str, network: serde_json::Value) -> serde_json::Value {
-    json!({
-        "image": BROWSER_IMAGE,
-        "imagePullPolicy": "Never",
-        "sandbox": sandbox,
-        "launchConfig": {
-            "executablePath": "/usr/bin/chromium",
-            // This machine's network is closed: no background lookups of Google's hosts.
-            "args": ["--disable-background-networking", "--disable-component-update"]
-        },
-        "pod": {"tolerations": tolerations(), "shmSize": "256Mi"},
-        "network": network
-    })
-}
-
-/// Creates BrowserSession `name` with `spec`.
-pub async fn create_with_spec(client: &Client, ns: &str, name: &str, spec: serde_json::Value) -> anyhow::Result<()> {
-    let bs: BrowserSession = serde_json::from_value(json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-        "metadata": {"name": name},
-        "spec": spec
-    }))?;
-    Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
-    Ok(())
-}
-
 /// Creates a BrowserSession on the e2e browser image (Debian's Chromium)
 /// with `network` as its spec.network.
 pub async fn create(
@@ -60,7 +32,40 @@ pub async fn create(
     sandbox: &str,
     network: serde_json::Value,
 ) -> anyhow::Result<()> {
-    create_with_spec(client, ns, name, spec(sandbox, network)).await
+    create_with(client, ns, name, sandbox, network, json!({})).await
+}
+
+/// [`create`] with more spec fields (`extra`'s keys replace the defaults').
+pub async fn create_with(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    sandbox: &str,
+    network: serde_json::Value,
+    extra: serde_json::Value,
+) -> anyhow::Result<()> {
+    let mut object = json!({
+        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
+        "metadata": {"name": name},
+        "spec": {
+            "image": BROWSER_IMAGE,
+            "imagePullPolicy": "Never",
+            "sandbox": sandbox,
+            "launchConfig": {
+                "executablePath": "/usr/bin/chromium",
+                // This machine's network is closed: no background lookups of Google's hosts.
+                "args": ["--disable-background-networking", "--disable-component-update"]
+            },
+            "pod": {"tolerations": tolerations(), "shmSize": "256Mi"},
+            "network": network
+        }
+    });
+    if let (Some(spec), Some(extra)) = (object["spec"].as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    let bs: BrowserSession = serde_json::from_value(object)?;
+    Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
+    Ok(())
 }
 
 fn condition_true(status: &BrowserSessionStatus, type_: &str) -> bool {
@@ -87,7 +92,7 @@ pub async fn wait_ready(client: &Client, ns: &str, name: &str) -> anyhow::Result
     Ok((status, t0.elapsed()))
 }
 
-fn pod_name(status: &BrowserSessionStatus) -> anyhow::Result<String> {
+pub fn pod_name(status: &BrowserSessionStatus) -> anyhow::Result<String> {
     status.pod_name.clone().context("status.podName is empty")
 }
 

@@ -52,6 +52,7 @@ pub const DEFAULT_SNAPSHOT_MAX_COUNT: i32 = 500;
     printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
     printcolumn(name = "Session", type_ = "string", json_path = ".status.sessionName", priority = 1),
     printcolumn(name = "Viewer-Port", type_ = "integer", json_path = ".status.viewer.port"),
+    printcolumn(name = "CDP-Port", type_ = "integer", json_path = ".status.cdp.port", priority = 1),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     validation = Rule::new("self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 58")
         .message("metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter) of at most 58 characters, because the viewer Service is named <name>-view (at most 63)"),
