@@ -6,31 +6,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use playpen_tests::{kubeconfig_path, kubectl_plugin_command, tool};
+use playpen_tests::{kubeconfig_path, kubectl_plugin_command, run_to_end, tool};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// What a finished command printed.
-#[derive(Debug)]
-pub struct Output {
-    /// Exit code (-1 when killed by a signal).
-    pub code: i32,
-    /// Standard output.
-    pub stdout: String,
-    /// Standard error.
-    pub stderr: String,
-}
-
-impl Output {
-    /// Stdout, or an error carrying the whole output when the command failed.
-    pub fn ok(self, what: &str) -> anyhow::Result<String> {
-        if self.code == 0 {
-            Ok(self.stdout)
-        } else {
-            bail!("{what} exited {}:\nstdout: {}\nstderr: {}", self.code, self.stdout, self.stderr)
-        }
-    }
-}
+pub use playpen_tests::Output;
 
 fn command(var: &str, args: &[&str]) -> anyhow::Result<Command> {
     let mut cmd = Command::new(tool(var)?);
@@ -39,14 +19,7 @@ fn command(var: &str, args: &[&str]) -> anyhow::Result<Command> {
 }
 
 async fn run(var: &str, args: &[&str], timeout: Duration) -> anyhow::Result<Output> {
-    let out = tokio::time::timeout(timeout, command(var, args)?.output())
-        .await
-        .with_context(|| format!("{var} {args:?} did not finish within {timeout:?}"))??;
-    Ok(Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
+    run_to_end(command(var, args)?, timeout).await
 }
 
 /// `kubectl <args>`.
@@ -56,15 +29,7 @@ pub async fn kubectl(args: &[&str]) -> anyhow::Result<Output> {
 
 /// `kubectl playpen <args>`, through kubectl's plugin mechanism.
 pub async fn playpen(args: &[&str]) -> anyhow::Result<Output> {
-    let mut command = kubectl_plugin_command(args)?;
-    let out = tokio::time::timeout(Duration::from_secs(120), command.output())
-        .await
-        .with_context(|| format!("kubectl playpen {args:?} did not finish within 120 s"))??;
-    Ok(Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
+    run_to_end(kubectl_plugin_command(args)?, Duration::from_secs(120)).await
 }
 
 /// A `kubectl playpen view|cdp` that serves until dropped.

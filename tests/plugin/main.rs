@@ -4,7 +4,6 @@
 //! What needs a running Pod (run, view, cdp, logs, snapshot, record) is the
 //! end-to-end scenario `tests/e2e/plugin.rs`.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{ensure, Context as _};
@@ -14,42 +13,14 @@ use kube::Client;
 use playpen_api::v1alpha1::PullPolicy;
 use playpen_api::BrowserSession;
 use playpen_tests::{
-    client, ensure_crd, eventually, kubeconfig_path, kubectl_plugin_command, kubectl_with_plugin, RunningOperator,
-    TestNamespace,
+    client, ensure_crd, eventually, kubeconfig_path, kubectl_plugin_command, kubectl_with_plugin, run_to_end, Output,
+    RunningOperator, TestNamespace,
 };
 use serde_json::json;
 
-/// What a finished `kubectl playpen` printed.
-#[derive(Debug)]
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Output {
-    fn ok(self, what: &str) -> anyhow::Result<String> {
-        ensure!(self.code == 0, "{what} exited {}:\nstdout: {}\nstderr: {}", self.code, self.stdout, self.stderr);
-        Ok(self.stdout)
-    }
-
-    fn failed(self, what: &str) -> anyhow::Result<String> {
-        ensure!(self.code != 0, "{what} succeeded but should have failed:\nstdout: {}", self.stdout);
-        Ok(self.stderr)
-    }
-}
-
 /// Runs `command` (at most 60 s) and collects what it printed.
-async fn output(mut command: tokio::process::Command) -> anyhow::Result<Output> {
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let out = tokio::time::timeout(Duration::from_secs(60), command.output())
-        .await
-        .with_context(|| format!("{command:?} did not finish within 60 s"))??;
-    Ok(Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
+async fn output(command: tokio::process::Command) -> anyhow::Result<Output> {
+    run_to_end(command, Duration::from_secs(60)).await
 }
 
 /// `kubectl playpen <args>` with `env` set (`None` removes a variable).

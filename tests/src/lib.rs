@@ -255,11 +255,84 @@ where
 /// A plain HTTP/1.1 GET on loopback: (status code, body).
 pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream
+            .write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+            .await?;
+        // Some servers (Chromium's DevTools) keep the connection open despite
+        // `Connection: close`: the answer ends at its Content-Length, or at EOF.
+        let mut raw = Vec::new();
+        let mut chunk = [0u8; 8192];
+        while !http_answer_complete(&raw) {
+            let read = stream.read(&mut chunk).await?;
+            if read == 0 {
+                break;
+            }
+            raw.extend_from_slice(&chunk[..read]);
+        }
+        anyhow::Ok(String::from_utf8_lossy(&raw).into_owned())
+    };
+    let response = tokio::time::timeout(Duration::from_secs(30), exchange)
+        .await
+        .with_context(|| format!("GET {path} from {addr}: no complete answer within 30 s"))??;
     let status = response.split_whitespace().nth(1).context("no status line")?.parse()?;
     let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
     Ok((status, body))
+}
+
+/// Has `raw` a whole HTTP answer with a Content-Length (a chunked one, or
+/// one without a length, ends at EOF)?
+fn http_answer_complete(raw: &[u8]) -> bool {
+    let Some(head_end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+    let head = String::from_utf8_lossy(&raw[..head_end]);
+    let length = head
+        .split("\r\n")
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.trim().parse::<usize>().ok());
+    length.is_some_and(|length| raw.len() >= head_end + 4 + length)
+}
+
+/// What a finished command printed.
+#[derive(Debug)]
+pub struct Output {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Output {
+    /// Stdout, or an error carrying the whole output when the command failed.
+    pub fn ok(self, what: &str) -> anyhow::Result<String> {
+        if self.code == 0 {
+            Ok(self.stdout)
+        } else {
+            bail!("{what} exited {}:\nstdout: {}\nstderr: {}", self.code, self.stdout, self.stderr)
+        }
+    }
+
+    /// Stderr of a command that had to fail, or an error when it succeeded.
+    pub fn failed(self, what: &str) -> anyhow::Result<String> {
+        if self.code == 0 {
+            bail!("{what} succeeded but should have failed:\nstdout: {}", self.stdout)
+        }
+        Ok(self.stderr)
+    }
+}
+
+/// Runs `command` to its end (at most `timeout`) and collects what it printed.
+pub async fn run_to_end(mut command: tokio::process::Command, timeout: Duration) -> anyhow::Result<Output> {
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let out = tokio::time::timeout(timeout, command.output())
+        .await
+        .with_context(|| format!("{command:?} did not finish within {timeout:?}"))??;
+    Ok(Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
 }

@@ -21,9 +21,27 @@ fn request(port: u16, path: &str, host: &str, extra: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{extra}\r\n").unwrap();
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text
+    // Chromium keeps the connection open despite `Connection: close`: read
+    // until the head and its Content-Length are in, or the peer closes.
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !complete(&raw) {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => raw.extend_from_slice(&chunk[..n]),
+        }
+    }
+    String::from_utf8_lossy(&raw).into_owned()
+}
+
+fn complete(raw: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(raw);
+    let Some(head_end) = text.find("\r\n\r\n") else { return false };
+    let length = text[..head_end]
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-length")))
+        .and_then(|(_, v)| v.trim().parse::<usize>().ok());
+    length.is_some_and(|len| raw.len() >= head_end + 4 + len)
 }
 
 /// Runs a Node script with the CLI's own playwright-core; returns its stdout.

@@ -91,14 +91,31 @@ pub fn parse_version(raw: &[u8]) -> std::result::Result<Version, String> {
     serde_json::from_slice(&body).map_err(|e| format!("/json/version is not the DevTools answer: {e}"))
 }
 
+/// More than any `/json/version` answer (a few hundred bytes).
+const MAX_ANSWER: usize = 1 << 20;
+
 /// GETs `/json/version` through the tunnel at `addr`.
 pub async fn fetch_version(addr: SocketAddr) -> std::result::Result<Version, String> {
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         stream.write_all(version_request(addr.port()).as_bytes()).await.map_err(|e| e.to_string())?;
+        // Chromium keeps the connection open despite `Connection: close`
+        // (measured), so the answer ends where it parses, not at EOF.
         let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).await.map_err(|e| e.to_string())?;
-        parse_version(&raw)
+        let mut chunk = [0u8; 8192];
+        loop {
+            let read = stream.read(&mut chunk).await.map_err(|e| e.to_string())?;
+            if read == 0 {
+                return parse_version(&raw);
+            }
+            raw.extend_from_slice(&chunk[..read]);
+            if let Ok(version) = parse_version(&raw) {
+                return Ok(version);
+            }
+            if raw.len() > MAX_ANSWER {
+                return Err(format!("/json/version answered more than {MAX_ANSWER} bytes"));
+            }
+        }
     };
     tokio::time::timeout(Duration::from_secs(30), exchange).await.map_err(|_| "no answer within 30s".to_owned())?
 }
