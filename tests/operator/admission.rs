@@ -186,6 +186,7 @@ async fn browser_fields_are_immutable_and_policy_fields_are_not() -> anyhow::Res
         (json!({"launchConfig": {"headless": false}}), "spec.launchConfig is immutable"),
         (json!({"viewer": {"port": 9400}}), "spec.viewer is immutable"),
         (json!({"cdp": {"enabled": true}}), "spec.cdp is immutable"),
+        (json!({"recording": {"trace": true}}), "spec.recording is immutable"),
         (json!({"snapshots": {"volume": {"emptyDir": {"sizeLimit": "2Gi"}}}}), "spec.snapshots.volume is immutable"),
         (json!({"authState": {"secretRef": {"name": "x"}}}), "spec.authState is immutable"),
         (json!({"profile": {"claimName": "p"}}), "spec.profile is immutable"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real parts the playpen-session integration tests drive:
-# Debian's chromium and the pinned @playwright/cli (npm, cached by version),
+# Debian's chromium and ffmpeg, and the pinned @playwright/cli (npm, cached by version),
 # plus an unprivileged user for the sandbox-enforced test. Idempotent: a
 # second run installs nothing. The last line of stdout is the CLI prefix
 # (export it as PLAYPEN_TEST_CLI_PREFIX); its bin dir is <prefix>/node_modules/.bin.
@@ -13,11 +13,13 @@ PREFIX="$CACHE/npm/playwright-cli-$CLI_VERSION"
 
 log() { printf '[%s session/setup.sh] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-if [[ ! -x /usr/bin/chromium ]]; then
-  log "installing Debian's chromium"
+# ffmpeg: Playwright's video recorder (Debian's stands in for its CDN build),
+# and ffprobe checks the videos.
+if [[ ! -x /usr/bin/chromium || ! -x /usr/bin/ffmpeg || ! -x /usr/bin/ffprobe ]]; then
+  log "installing Debian's chromium and ffmpeg"
   export DEBIAN_FRONTEND=noninteractive
   apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
-  apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >&2
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium ffmpeg >&2
 fi
 
 node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"

@@ -57,6 +57,12 @@ pub struct RuntimeConfig {
     /// A `state-save` file to `state-load` once the browser is open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_state_file: Option<String>,
+    /// Record a video of the session (`video-start` after each browser start).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub record_video: bool,
+    /// Record a Playwright trace of the session (`tracing-start` after each browser start).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub record_trace: bool,
 }
 
 impl RuntimeConfig {

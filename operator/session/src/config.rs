@@ -188,6 +188,8 @@ pub(crate) mod tests {
             max_lifetime_seconds: None,
             session_started_at: None,
             auth_state_file: None,
+            record_video: false,
+            record_trace: false,
         }
     }
 

@@ -68,6 +68,19 @@ pub enum Fatal {
         /// The bind error.
         source: std::io::Error,
     },
+    /// A recording the spec asks for cannot start.
+    #[error(
+        "the session records ({what}) but {verb} failed: {detail}. Remedy: for video, an image with ffmpeg \
+         where Playwright looks for it (Debian's ffmpeg linked there works), or turn spec.recording.{what} off"
+    )]
+    RecordingUnavailable {
+        /// video or trace.
+        what: &'static str,
+        /// The CLI verb.
+        verb: String,
+        /// What the CLI answered (cut short).
+        detail: String,
+    },
     /// The pinned CDP port is held by something else.
     #[error(
         "CDP port 127.0.0.1:{port} is already in use ({source}): another process in the Pod holds it; \
@@ -115,6 +128,7 @@ impl Fatal {
             Fatal::SandboxAsRoot { .. } => "SandboxRequiresNonRoot",
             Fatal::ViewerPortTaken { .. } => "ViewerPortTaken",
             Fatal::CdpPortTaken { .. } => "CdpPortTaken",
+            Fatal::RecordingUnavailable { .. } => "RecordingUnavailable",
             Fatal::SnapshotVolumeFull { .. } => "SnapshotVolumeFull",
             Fatal::DaemonStart(_) => "DaemonStartFailed",
         }

@@ -1,6 +1,7 @@
 //! `playpen-session probe`: the exec readiness probe. Ready when the daemon's
 //! socket accepts a connection and, when the viewer is enabled, the pinned
-//! port answers HTTP (any status). Fails once for every in-place daemon
+//! port answers HTTP (any status), and a recorded session once its
+//! recordings run. Fails once for every in-place daemon
 //! restart it has not reported yet ([`crate::restarts`]); passes without the
 //! daemon while a fresh browser starts after an agent's own close
 //! ([`crate::agent_close`]).
@@ -33,6 +34,11 @@ pub async fn check(config: &RuntimeConfig) -> Result<(), String> {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         if !answers_http(addr, Duration::from_secs(1)).await {
             return Err(format!("the viewer does not answer on {addr}"));
+        }
+    }
+    if config.record_video || config.record_trace {
+        if let Some(why) = crate::run::recording::not_yet_recording(Path::new(&config.output_dir)) {
+            return Err(why);
         }
     }
     Ok(())

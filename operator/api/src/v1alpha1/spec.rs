@@ -70,6 +70,7 @@ pub const DEFAULT_SNAPSHOT_MAX_COUNT: i32 = 500;
     validation = Rule::new("has(self.authState) == has(oldSelf.authState) && (!has(self.authState) || self.authState == oldSelf.authState)").message("spec.authState is immutable: it is loaded once when the browser starts; delete and re-create the BrowserSession"),
     validation = Rule::new("has(self.profile) == has(oldSelf.profile) && (!has(self.profile) || self.profile == oldSelf.profile)").message("spec.profile is immutable: the browser holds the profile open; delete and re-create the BrowserSession"),
     validation = Rule::new("has(self.pod) == has(oldSelf.pod) && (!has(self.pod) || self.pod == oldSelf.pod)").message("spec.pod is immutable: a running Pod cannot change resources, scheduling or images; delete and re-create the BrowserSession"),
+    validation = Rule::new("self.recording == oldSelf.recording").message("spec.recording is immutable: recordings start with the browser; delete and re-create the BrowserSession"),
     validation = Rule::new("has(self.agent) == has(oldSelf.agent) && (!has(self.agent) || self.agent == oldSelf.agent)").message("spec.agent is immutable: the sidecar shares the running browser's Pod; delete and re-create the BrowserSession"),
 )]
 pub struct BrowserSessionSpec {
@@ -153,6 +154,24 @@ pub struct BrowserSessionSpec {
     /// defaults to the cluster's DNS and the public internet only.
     #[serde(default)]
     pub network: Network,
+
+    /// Record the whole session: a video and/or a Playwright trace, on the
+    /// snapshot volume under `recordings/`, finalised on a graceful close.
+    #[serde(default)]
+    pub recording: Recording,
+}
+
+/// What the session records, with the CLI's own `video-start` and `tracing-start`.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Recording {
+    /// A WebM video of the session's pages (the image needs ffmpeg).
+    #[serde(default)]
+    pub video: bool,
+    /// A Playwright trace (actions, DOM snapshots, screenshots, network),
+    /// written as it happens, so a crash leaves what came before it.
+    #[serde(default)]
+    pub trace: bool,
 }
 
 /// Image pull policy.

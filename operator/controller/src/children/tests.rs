@@ -278,6 +278,11 @@ fn cdp_is_off_by_default_and_when_on_is_pinned_on_container_service_and_runtime(
         .collect();
     assert_eq!(service_ports, ports, "port-forward svc/<name>-view reaches both");
     assert_eq!(runtime_config(&bs, &Identity::of(&bs).expect("id")).cdp_port, Some(9333));
+    let rc = runtime_config(&bs, &Identity::of(&bs).expect("id"));
+    assert!(!rc.record_video && !rc.record_trace, "nothing is recorded unless asked for");
+    let recorded = session(json!({"image": "i", "recording": {"video": true, "trace": true}}));
+    let rc = runtime_config(&recorded, &Identity::of(&recorded).expect("id"));
+    assert!(rc.record_video && rc.record_trace);
 
     // CDP alone still gets the Service, with only its port.
     let alone = session(json!({"image": "i", "viewer": {"enabled": false}, "cdp": {"enabled": true}}));

@@ -22,6 +22,7 @@ use crate::error::Fatal;
 use crate::run::output::{pump, Tail};
 use crate::run::profile::{clear_stale_locks, copy_owner_only};
 use crate::run::reaper::{live_orphans, Managed};
+use crate::run::recording::Recorder;
 use crate::run::supervisor::{run_to_end, signal_group, Backoff, ChildSpec};
 
 /// What the daemon prints once its socket listens.
@@ -80,6 +81,8 @@ pub struct DaemonPlan {
     pub restart_record: Option<PathBuf>,
     /// The session the daemon serves.
     pub session: String,
+    /// Recordings started after each start.
+    pub recorder: Option<Recorder>,
 }
 
 /// Loads a mounted auth state into the session after the daemon starts.
@@ -202,6 +205,12 @@ pub async fn supervise(
                 if let Some(auth) = &plan.auth {
                     auth.load(&managed).await;
                 }
+                if let Some(recorder) = &plan.recorder {
+                    if let Err(fatal) = recorder.start(&managed).await {
+                        signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+                        return Err(fatal);
+                    }
+                }
                 let _ = state.send(DaemonState::Running { pid });
                 let status = child.wait().await;
                 managed.remove(pid);
@@ -284,6 +293,7 @@ mod tests {
             start_timeout: Duration::from_secs(5),
             user_data_dir: None,
             auth: None,
+            recorder: None,
             restart_record: None,
             session: "demo".into(),
         }

@@ -11,6 +11,7 @@ pub(crate) mod output;
 pub(crate) mod profile;
 pub(crate) mod readiness;
 pub(crate) mod reaper;
+pub(crate) mod recording;
 pub mod relay;
 pub(crate) mod report;
 pub mod retention;
@@ -111,6 +112,11 @@ fn check_browser(config: &RuntimeConfig, install: &CoreInstall, home: &Path) -> 
     let revision = readiness::read_revision(&install.browsers_json());
     let cache = readiness::browsers_cache(std::env::var(playpen_api::layout::env::BROWSERS_PATH).ok().as_deref(), home);
     readiness::check(&facts, revision.as_deref(), &cache)?;
+    if config.record_video {
+        readiness::ffmpeg_for_video(&install.browsers_json(), &cache).map_err(|detail| {
+            Fatal::RecordingUnavailable { what: "video", verb: "the start-up check".into(), detail }
+        })?;
+    }
     Ok(facts.user_data_dir)
 }
 
@@ -161,7 +167,21 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         let command = spec("state-load", &prepared.launcher, profile::state_load_args(&config.session_name, &copy));
         AuthLoad { source: source.into(), copy, command }
     });
+    let recorder = (config.record_video || config.record_trace).then(|| recording::Recorder {
+        video: config.record_video,
+        trace: config.record_trace,
+        dir: Path::new(&config.output_dir).join("recordings"),
+        session: config.session_name.clone(),
+        cli: spec("recording", &prepared.launcher, Vec::new()),
+    });
+    if let Some(recorder) = &recorder {
+        recorder.prepare(Path::new(&config.output_dir)).map_err(|e| Fatal::Config {
+            path: config.output_dir.clone().into(),
+            message: format!("cannot prepare the recordings directory: {e}"),
+        })?;
+    }
     let plan = DaemonPlan {
+        recorder: recorder.clone(),
         spec: spec("daemon", &prepared.node, daemon_args(&entry, &config.session_name)),
         start_timeout: START_TIMEOUT,
         user_data_dir,
@@ -232,7 +252,7 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
             None
         }
     };
-    shutdown::graceful(&close_spec, opts.grace(), &managed, &stop_tx, state_rx).await;
+    shutdown::graceful(&close_spec, recorder.as_ref(), opts.grace(), &managed, &stop_tx, state_rx).await;
     if let Some(task) = dashboard_task {
         let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
     }

@@ -36,14 +36,39 @@ pub fn launch_facts(config: &Value) -> LaunchFacts {
 
 /// The chromium revision in a `browsers.json` document.
 pub fn chromium_revision(browsers_json: &Value) -> Option<String> {
+    revision_of(browsers_json, "chromium")
+}
+
+/// The revision of `name` (chromium, ffmpeg, ...) in a `browsers.json` document.
+pub fn revision_of(browsers_json: &Value, name: &str) -> Option<String> {
     browsers_json
         .get("browsers")?
         .as_array()?
         .iter()
-        .find(|b| b.get("name").and_then(Value::as_str) == Some("chromium"))?
+        .find(|b| b.get("name").and_then(Value::as_str) == Some(name))?
         .get("revision")?
         .as_str()
         .map(str::to_owned)
+}
+
+/// Where Playwright's video recorder runs ffmpeg from, if it is there:
+/// `<browsers cache>/ffmpeg-<revision>/ffmpeg-linux`. Playwright swallows a
+/// missing ffmpeg (`video-start` answers "started" and nothing is written),
+/// so the runtime looks before it starts.
+pub fn ffmpeg_for_video(browsers_json: &Path, browsers_cache: &Path) -> Result<PathBuf, String> {
+    let text =
+        std::fs::read_to_string(browsers_json).map_err(|e| format!("cannot read {}: {e}", browsers_json.display()))?;
+    let json: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", browsers_json.display()))?;
+    let revision =
+        revision_of(&json, "ffmpeg").ok_or_else(|| format!("{} names no ffmpeg", browsers_json.display()))?;
+    let path = browsers_cache.join(format!("ffmpeg-{revision}")).join("ffmpeg-linux");
+    let executable = std::fs::metadata(&path)
+        .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
+    if executable {
+        Ok(path)
+    } else {
+        Err(format!("no ffmpeg at {} (Playwright's video recorder runs it)", path.display()))
+    }
 }
 
 /// The browser is not installed.
@@ -114,6 +139,28 @@ pub fn read_revision(browsers_json: &Path) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn ffmpeg_is_looked_for_where_playwright_runs_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let browsers_json = tmp.path().join("browsers.json");
+        std::fs::write(
+            &browsers_json,
+            r#"{"browsers":[{"name":"chromium","revision":"1"},{"name":"ffmpeg","revision":"1011"}]}"#,
+        )
+        .unwrap();
+        let cache = tmp.path().join("cache");
+        let missing = ffmpeg_for_video(&browsers_json, &cache).unwrap_err();
+        assert!(missing.contains("ffmpeg-1011/ffmpeg-linux"), "{missing}");
+        let path = cache.join("ffmpeg-1011/ffmpeg-linux");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "#!/bin/sh\n").unwrap();
+        assert!(ffmpeg_for_video(&browsers_json, &cache).is_err(), "not executable");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        assert_eq!(ffmpeg_for_video(&browsers_json, &cache).unwrap(), path);
+        std::fs::write(&browsers_json, r#"{"browsers":[]}"#).unwrap();
+        assert!(ffmpeg_for_video(&browsers_json, &cache).unwrap_err().contains("names no ffmpeg"));
+    }
 
     #[test]
     fn launch_facts_come_from_the_nested_form_only() {

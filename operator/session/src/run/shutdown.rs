@@ -1,4 +1,5 @@
-//! Graceful close on SIGTERM: stop restarting children, close the browser
+//! Graceful close on SIGTERM: stop restarting children, finish recordings
+//! (`tracing-stop`, `video-stop`), close the browser
 //! through the CLI's own protocol (`playwright-cli -s=<session> close` with
 //! the session's environment, so it finds the daemon), stop the dashboard,
 //! and kill whatever is left once the grace period runs out.
@@ -10,6 +11,7 @@ use tokio::sync::watch;
 
 use crate::run::daemon::{kill_orphans, DaemonState};
 use crate::run::reaper::{reap_orphans, Managed};
+use crate::run::recording::Recorder;
 use crate::run::supervisor::{run_to_end, signal_group, ChildSpec};
 
 /// Time kept back at the end of the grace period for the hard kill.
@@ -23,6 +25,7 @@ pub fn close_args(session: &str) -> Vec<String> {
 /// The whole sequence, bounded by `grace`.
 pub async fn graceful(
     close: &ChildSpec,
+    recorder: Option<&Recorder>,
     grace: Duration,
     managed: &Managed,
     stop: &watch::Sender<bool>,
@@ -31,6 +34,10 @@ pub async fn graceful(
     let deadline = Instant::now() + grace.saturating_sub(KILL_RESERVE);
     let _ = stop.send(true);
     if matches!(*daemon.borrow(), DaemonState::Running { .. }) {
+        if let Some(recorder) = recorder {
+            // Half the time left at most: the close must still fit.
+            recorder.stop(managed, deadline.saturating_duration_since(Instant::now()) / 2).await;
+        }
         run_to_end(close, deadline.saturating_duration_since(Instant::now()), managed).await;
     }
     let stopped = tokio::time::timeout(

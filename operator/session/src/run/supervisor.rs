@@ -108,30 +108,45 @@ impl Backoff {
 
 /// Runs a short CLI command (`close`, `state-load`) and waits (bounded) for it.
 pub async fn run_to_end(spec: &ChildSpec, timeout: Duration, managed: &Managed) {
+    let _ = run_for_answer(spec, timeout, managed).await;
+}
+
+/// [`run_to_end`], returning what the command printed, or why it did not
+/// succeed (it could not run, timed out, exited non-zero, or answered
+/// `### Error`, the CLI's mark of a failed verb).
+pub async fn run_for_answer(spec: &ChildSpec, timeout: Duration, managed: &Managed) -> Result<String, String> {
     let child = match spec.spawn() {
         Ok(child) => child,
         Err(err) => {
             tracing::error!(%err, args = ?spec.args, "cannot run playwright-cli");
-            return;
+            return Err(format!("cannot run {}: {err}", spec.program.display()));
         }
     };
     let pid = child.id().unwrap_or_default();
     managed.add(pid);
-    match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Ok(Ok(out)) => tracing::info!(
-            status = %out.status,
-            stdout = %String::from_utf8_lossy(&out.stdout).trim(),
-            stderr = %String::from_utf8_lossy(&out.stderr).trim(),
-            args = ?spec.args,
-            "playwright-cli"
-        ),
-        Ok(Err(err)) => tracing::warn!(%err, args = ?spec.args, "playwright-cli failed"),
+    let answer = match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(Ok(out)) => {
+            let stdout = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+            tracing::info!(status = %out.status, %stdout, %stderr, args = ?spec.args, "playwright-cli");
+            if out.status.success() && !stdout.contains("### Error") {
+                Ok(stdout)
+            } else {
+                Err(format!("{} ({}): {stdout} {stderr}", spec.args.join(" "), out.status).trim().to_owned())
+            }
+        }
+        Ok(Err(err)) => {
+            tracing::warn!(%err, args = ?spec.args, "playwright-cli failed");
+            Err(format!("{}: {err}", spec.args.join(" ")))
+        }
         Err(_) => {
             tracing::warn!(?timeout, args = ?spec.args, "playwright-cli timed out");
             signal_group(pid, Signal::SIGKILL);
+            Err(format!("{} did not finish within {timeout:?}", spec.args.join(" ")))
         }
-    }
+    };
     managed.remove(pid);
+    answer
 }
 
 #[cfg(test)]

@@ -1,0 +1,155 @@
+//! Session recordings against the real playwright-cli and Debian's chromium
+//! and ffmpeg: a recorded session, closed gracefully, leaves a WebM that
+//! ffprobe decodes and a Playwright trace holding the agent's navigation; a
+//! crash leaves the trace written so far and is said to have cut it short.
+//! Needs `tests/session/setup.sh` (see `support::SETUP`).
+
+// A failed step of a test panics with its location.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use support::*;
+
+/// Playwright looks for ffmpeg in its browsers directory; its CDN is out of
+/// reach here, so Debian's ffmpeg stands in (what the image builder does too).
+fn link_ffmpeg(session: &Session) {
+    let browsers: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(session.prefix.join("node_modules/playwright-core/browsers.json")).unwrap(),
+    )
+    .unwrap();
+    let revision = browsers["browsers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "ffmpeg")
+        .and_then(|b| b["revision"].as_str())
+        .unwrap()
+        .to_owned();
+    let dir = session.path(&format!("home/.cache/ms-playwright/ffmpeg-{revision}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    assert!(Path::new("/usr/bin/ffmpeg").exists(), "/usr/bin/ffmpeg is missing; run:\n  {SETUP}");
+    std::os::unix::fs::symlink("/usr/bin/ffmpeg", dir.join("ffmpeg-linux")).unwrap();
+}
+
+fn files_in(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(suffix)).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// The trace's events, one JSON object per line; panics on a line that is not one.
+fn trace_events(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}: {l:.200}", path.display())))
+        .collect()
+}
+
+#[test]
+fn a_recorded_session_leaves_a_decodable_video_and_a_trace_after_a_graceful_close() {
+    let fixture = Fixture::start();
+    let mut session = Session::new("recorded", None);
+    link_ffmpeg(&session);
+    session.set_runtime_field("recordVideo", true.into());
+    session.set_runtime_field("recordTrace", true.into());
+    session.start();
+    session.wait_ready(Duration::from_secs(90));
+    session.cli_ok(&["goto", &fixture.url("/")]);
+    session.cli_ok(&["goto", &fixture.url("/next.html")]);
+    std::thread::sleep(Duration::from_secs(2));
+    let status = session.terminate(Duration::from_secs(40));
+    assert!(status.success(), "{status:?}\n{}", session.log());
+
+    let recordings = session.path("snapshots/recordings");
+    assert!(!recordings.join("in-progress.json").exists(), "a graceful close finalises:\n{}", session.log());
+    assert!(!recordings.join("interrupted.json").exists());
+    let videos = files_in(&recordings, ".webm");
+    assert_eq!(videos.len(), 1, "one video per browser start: {videos:?}\n{}", session.log());
+    let probe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-select_streams",
+            "v:0",
+            "-count_frames",
+            "-show_entries",
+            "stream=codec_name,nb_read_frames",
+        ])
+        .args(["-of", "default=noprint_wrappers=1"])
+        .arg(&videos[0])
+        .output()
+        .unwrap();
+    let probed = String::from_utf8_lossy(&probe.stdout);
+    assert!(probe.status.success(), "ffprobe: {}", String::from_utf8_lossy(&probe.stderr));
+    assert!(probed.contains("codec_name=vp8"), "{probed}");
+    let frames: u64 = probed.lines().find_map(|l| l.strip_prefix("nb_read_frames=")).unwrap().trim().parse().unwrap();
+    // Chromium's screencast sends a frame when the page changes: two pages, at least two frames.
+    assert!(frames >= 2, "the video holds both pages' frames: {probed}");
+
+    let traces = files_in(&recordings.join("traces"), ".trace");
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let events = trace_events(&traces[0]);
+    assert_eq!(events[0]["type"], "context-options", "the trace format's first event: {:.300}", events[0]);
+    let text = std::fs::read_to_string(&traces[0]).unwrap();
+    assert!(text.contains(&fixture.url("/next.html")), "the agent's navigation is in the trace");
+}
+
+#[test]
+fn a_crash_keeps_the_trace_so_far_and_the_next_start_says_it_was_cut_short() {
+    let fixture = Fixture::start();
+    let mut session = Session::new("crashed", None);
+    session.set_runtime_field("recordTrace", true.into());
+    session.start();
+    session.wait_ready(Duration::from_secs(90));
+    session.cli_ok(&["goto", &fixture.url("/next.html")]);
+    // The container dies: the runtime first (so nothing reacts), then everything under it.
+    let runtime = session.runtime_pid();
+    let kill = |pid: u32| {
+        // Children may already be gone (they die with their parent).
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+    };
+    kill(runtime);
+    for process in session.processes() {
+        kill(process.pid);
+    }
+    session.wait_exit(Duration::from_secs(10));
+    let recordings = session.path("snapshots/recordings");
+    assert!(recordings.join("in-progress.json").exists(), "the note of the recording survives the crash");
+    let traces = files_in(&recordings.join("traces"), ".trace");
+    assert_eq!(traces.len(), 1);
+    let text = std::fs::read_to_string(&traces[0]).unwrap();
+    assert!(text.contains(&fixture.url("/next.html")), "what came before the crash is kept");
+
+    // The next container says so, and records anew.
+    session.start();
+    session.wait_ready(Duration::from_secs(90));
+    let noted = std::fs::read_to_string(recordings.join("interrupted.json"))
+        .unwrap_or_else(|e| panic!("interrupted.json: {e}; runtime log:\n{}", session.log()));
+    let interrupted: serde_json::Value = serde_json::from_str(&noted).unwrap();
+    assert_eq!(interrupted.as_array().map(Vec::len), Some(1), "{interrupted}");
+    assert!(session.log().contains("a recording was cut short"), "{}", session.log());
+    wait_until("a new trace", Duration::from_secs(20), || files_in(&recordings.join("traces"), ".trace").len() == 2);
+}
+
+#[test]
+fn a_video_the_image_cannot_record_stops_the_session_with_the_remedy() {
+    // No ffmpeg where Playwright looks for it: what an image built without
+    // recording support gives.
+    let mut session = Session::new("novideo", None);
+    session.set_runtime_field("recordVideo", true.into());
+    let (code, report) = session.run_to_exit(Duration::from_secs(90));
+    assert_ne!(code, 0, "a session that cannot record must not go on unrecorded");
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap_or_else(|e| panic!("{e}: {report}"));
+    assert_eq!(report["reason"], "RecordingUnavailable", "{report}");
+    let message = report["message"].as_str().unwrap();
+    assert!(message.contains("no ffmpeg at") && message.contains("ffmpeg-linux"), "{message}");
+    assert!(message.contains("spec.recording.video"), "the remedy names the field: {message}");
+}
