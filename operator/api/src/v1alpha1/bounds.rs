@@ -165,6 +165,8 @@ pub fn limits() -> Vec<Limit> {
         path("status.viewer.service", Length(63), "a Service name (DNS label)"),
         path("status.cdp.command", Length(1024), "one kubectl command line"),
         path("status.cdp.service", Length(63), "a Service name (DNS label)"),
+        path("status.recording.directory", Length(4096), "PATH_MAX on Linux"),
+        path("status.recording.command", Length(1024), "one kubectl command line"),
         path("status.podName", Length(253), DNS_NAME),
         path("status.sessionName", Length(session_name), "the same bound as spec.sessionName"),
         path("status.socketNamespace", Length(16), "8 hex digits"),

@@ -33,6 +33,9 @@ pub struct BrowserSessionStatus {
     /// How a client reaches the CDP endpoint, when enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cdp: Option<CdpStatus>,
+    /// Where the session's recordings are, when it records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<RecordingStatus>,
     /// An example command that drives the session from outside the Pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec_hint: Option<String>,
@@ -115,6 +118,22 @@ pub struct CdpStatus {
     /// The pinned port.
     pub port: i32,
     /// The exact command that tunnels in; clients then connect to http://127.0.0.1:<port>.
+    pub command: String,
+}
+
+/// Where a recorded session's files are and how to copy them out.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordingStatus {
+    /// The directory on the snapshot volume: `video-<ms>.webm` per browser
+    /// start, `traces/trace-<ms>.trace`, and `interrupted.json` listing
+    /// recordings a crash cut short.
+    pub directory: String,
+    /// A video is recorded.
+    pub video: bool,
+    /// A trace is recorded.
+    pub trace: bool,
+    /// The command that copies them out.
     pub command: String,
 }
 

@@ -6,9 +6,12 @@
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
+use playpen_api::layout::RECORDINGS_DIR;
 use playpen_api::runtime_config::{TerminationReport, FALLBACK_REASON};
 use playpen_api::text::{condition_reason, truncate, CONDITION_MESSAGE_MAX_BYTES};
-use playpen_api::v1alpha1::{condition, BrowserSessionStatus, CdpStatus, Phase, SandboxMode, ViewerStatus};
+use playpen_api::v1alpha1::{
+    condition, BrowserSessionStatus, CdpStatus, Phase, RecordingStatus, SandboxMode, ViewerStatus,
+};
 use playpen_api::BrowserSession;
 
 use crate::children::{egress_summary, EgressDefaults, Identity};
@@ -356,6 +359,12 @@ pub fn compute(
             service: id.names.viewer_service.clone(),
             port: spec.cdp.port,
             command: port_forward_command(&id.namespace, &id.names.viewer_service, spec.cdp.port),
+        }),
+        recording: (spec.recording.video || spec.recording.trace).then(|| RecordingStatus {
+            directory: RECORDINGS_DIR.to_owned(),
+            video: spec.recording.video,
+            trace: spec.recording.trace,
+            command: format!("kubectl playpen record {} -n {}", id.name, id.namespace),
         }),
         exec_hint: Some(format!(
             "kubectl -n {} exec {} -c browser -- playwright-cli goto https://example.com",

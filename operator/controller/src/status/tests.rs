@@ -66,6 +66,12 @@ fn no_pod_is_pending_and_reports_how_to_connect() {
     let cdp = with_cdp.cdp.expect("cdp status");
     assert_eq!((cdp.service.as_str(), cdp.port), ("demo-view", 9222));
     assert_eq!(cdp.command, "kubectl -n ns port-forward svc/demo-view 9222:9222");
+    assert!(with_cdp.recording.is_none(), "no recording status unless it records");
+    let recorded = run(&session(json!({"image": "i", "recording": {"trace": true}})), &[], None);
+    let recording = recorded.recording.expect("recording status");
+    assert_eq!(recording.directory, "/var/lib/playpen/snapshots/recordings");
+    assert!(recording.trace && !recording.video);
+    assert_eq!(recording.command, "kubectl playpen record demo -n ns");
 }
 
 #[test]
