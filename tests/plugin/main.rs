@@ -399,3 +399,49 @@ async fn completion_scripts_name_every_subcommand() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `kubectl __complete playpen <words>` (what kubectl's shell completion
+/// runs) with the `kubectl_complete-playpen` script the plugin prints on PATH.
+async fn kubectl_completes(script_dir: &std::path::Path, words: &[&str]) -> anyhow::Result<Vec<String>> {
+    let mut args = vec!["__complete", "playpen"];
+    args.extend_from_slice(words);
+    let mut command = kubectl_with_plugin(&args)?;
+    let path = command
+        .as_std()
+        .get_envs()
+        .find(|(key, _)| *key == "PATH")
+        .and_then(|(_, value)| value.map(std::ffi::OsStr::to_owned))
+        .context("kubectl_with_plugin sets PATH")?;
+    let path = std::env::join_paths(std::iter::once(script_dir.to_owned()).chain(std::env::split_paths(&path)))?;
+    command.env("PATH", path);
+    let out = output(command).await?.ok("kubectl __complete playpen")?;
+    Ok(out.lines().map(str::to_owned).collect())
+}
+
+#[tokio::test]
+async fn kubectl_completes_commands_and_session_names_through_the_plugin() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "complete").await?;
+    for name in ["alpha", "beta"] {
+        create_session(&client, &ns.name, name, json!({"image": "i"})).await?;
+    }
+    // The script the docs tell users to install, as the plugin prints it.
+    let script = playpen(&["completion", "kubectl"]).await?.ok("completion kubectl")?;
+    let dir = std::env::temp_dir().join(format!("playpen-complete-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("kubectl_complete-playpen");
+    std::fs::write(&file, script)?;
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+
+    let commands = kubectl_completes(&dir, &["v"]).await;
+    let sessions = kubectl_completes(&dir, &["view", "-n", &ns.name, ""]).await;
+    let prefixed = kubectl_completes(&dir, &["run", "-n", &ns.name, "a"]).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let (commands, sessions, prefixed) = (commands?, sessions?, prefixed?);
+    ensure!(commands.first().map(String::as_str) == Some("view"), "commands after v: {commands:?}");
+    ensure!(sessions.iter().any(|l| l == "alpha") && sessions.iter().any(|l| l == "beta"), "{sessions:?}");
+    ensure!(sessions.last().map(String::as_str) == Some(":4"), "cobra's no-file directive last: {sessions:?}");
+    ensure!(prefixed.iter().any(|l| l == "alpha") && !prefixed.iter().any(|l| l == "beta"), "{prefixed:?}");
+    Ok(())
+}

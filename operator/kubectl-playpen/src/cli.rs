@@ -71,6 +71,19 @@ pub enum Command {
     Record(RecordArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),
+    /// Completions for kubectl's plugin completion (`kubectl_complete-playpen`
+    /// runs `kubectl-playpen __complete <words>`): one per line, then cobra's
+    /// `:<directive>`.
+    #[command(name = "__complete", hide = true)]
+    Complete(CompleteArgs),
+}
+
+/// `__complete`.
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// The words typed after `playpen`, the last one being completed.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub words: Vec<String>,
 }
 
 /// `ls`.
@@ -231,6 +244,9 @@ pub enum CompletionShell {
     Zsh,
     /// fish.
     Fish,
+    /// The `kubectl_complete-playpen` script through which kubectl's own
+    /// completion (`kubectl playpen <TAB>`) asks the plugin.
+    Kubectl,
 }
 
 #[cfg(test)]

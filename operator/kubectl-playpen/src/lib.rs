@@ -31,6 +31,9 @@ pub async fn run(cli: Cli) -> Result<i32> {
             .map_err(Error::io("writing the completion script"))?;
         return Ok(0);
     }
+    if let Command::Complete(args) = &command {
+        return commands::complete::run(&global, &args.words).await;
+    }
     let timeouts = match command {
         Command::Run(_)
         | Command::View(_)
@@ -50,6 +53,6 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Logs(args) => commands::logs::run(&cluster, args).await.map(|()| 0),
         Command::Snapshot(args) => commands::snapshot::run(&cluster, args).await.map(|()| 0),
         Command::Record(args) => commands::record::run(&cluster, args).await.map(|()| 0),
-        Command::Completion(_) => Ok(0),
+        Command::Completion(_) | Command::Complete(_) => Ok(0),
     }
 }

@@ -1,6 +1,7 @@
 //! One module per subcommand, and what more than one of them needs.
 
 pub mod cdp;
+pub mod complete;
 pub mod completion;
 pub mod copy;
 pub mod logs;
