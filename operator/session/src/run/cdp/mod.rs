@@ -98,29 +98,25 @@ async fn relay_one<B: Browser>(mut conn: TcpStream, browser: &B, wait: Duration)
     if let Err(refusal) = request::check(&head) {
         return refuse(&mut conn, 403, &refusal.to_string()).await;
     }
-    let addr = match browser.endpoint() {
-        Some(addr) => addr,
-        None => {
-            let deadline = Instant::now() + wait;
-            // Bounded like the wait: a launch that hangs must not hold the client.
-            let _ = tokio::time::timeout(wait, browser.launch()).await;
-            loop {
-                if let Some(addr) = browser.endpoint() {
-                    break addr;
-                }
-                if Instant::now() >= deadline {
-                    return refuse(
-                        &mut conn,
-                        503,
-                        "the browser's DevTools endpoint is not up (starting or restarting); retry",
-                    )
-                    .await;
-                }
-                tokio::time::sleep(POLL).await;
+    let deadline = Instant::now() + wait;
+    if browser.endpoint().is_none() {
+        // Bounded like the wait: a launch that hangs must not hold the client.
+        let _ = tokio::time::timeout(wait, browser.launch()).await;
+    }
+    // A restarting browser leaves its old port in DevToolsActivePort until
+    // the new one writes it: a refused connect is retried within the wait.
+    let mut back = loop {
+        if let Some(addr) = browser.endpoint() {
+            if let Ok(stream) = TcpStream::connect(addr).await {
+                break stream;
             }
         }
+        if Instant::now() >= deadline {
+            let why = "the browser's DevTools endpoint is not up (starting or restarting); retry";
+            return refuse(&mut conn, 503, why).await;
+        }
+        tokio::time::sleep(POLL).await;
     };
-    let mut back = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
     pump::tune(&conn);
     pump::tune(&back);
     back.write_all(&head).await.map_err(|e| e.to_string())?;
@@ -252,6 +248,16 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert_eq!(open.load(Ordering::Relaxed), 0, "a closed connection is no longer use");
+    }
+
+    #[tokio::test]
+    async fn a_stale_port_is_retried_then_answered_with_503() {
+        // A port nothing listens on: what DevToolsActivePort says while a new browser starts.
+        let stale = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let (addr, _, browser) = endpoint(Some(stale), Duration::from_millis(500)).await;
+        let reply = ask(addr, "GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await;
+        assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
+        assert_eq!(browser.1.load(Ordering::Relaxed), 0, "a browser is up (only its port is stale): no launch");
     }
 
     #[tokio::test]
