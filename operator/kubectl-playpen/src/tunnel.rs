@@ -150,6 +150,33 @@ pub struct SessionPort {
     last: Mutex<Option<(String, u16)>>,
 }
 
+/// A bound tunnel to one of a session's pinned ports, and what it reaches.
+#[derive(Debug)]
+pub struct SessionTunnel {
+    /// The session as read when the tunnel opened.
+    pub session: BrowserSession,
+    /// Its Pod then.
+    pub pod: String,
+    /// The pinned port in the Pod.
+    pub port: u16,
+    /// The local listener.
+    pub tunnel: Tunnel<SessionPort>,
+}
+
+impl SessionTunnel {
+    /// Reads session `name`, checks the caller may port-forward (so a missing
+    /// right fails now, not on the first connection) and binds 127.0.0.1:`local_port`.
+    pub async fn open(cluster: &Cluster, name: &str, port_of: PortOf, local_port: u16) -> Result<Self> {
+        let session = sessions::get(cluster, name).await?;
+        let port = port_of(&session)?;
+        forbidden::check_access(&cluster.client, &forbidden::port_forward_rights(&cluster.namespace)).await?;
+        let pod = sessions::pod_name(&session);
+        let connector = SessionPort::new(cluster.clone(), name, port_of, pod.clone(), port);
+        let tunnel = Tunnel::bind(local_port, connector).await?;
+        Ok(Self { session, pod, port, tunnel })
+    }
+}
+
 impl SessionPort {
     /// For session `name`, resolved already to `pod` and `port`.
     pub fn new(cluster: Cluster, name: &str, port_of: PortOf, pod: String, port: u16) -> Self {

@@ -11,9 +11,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::cli::CdpArgs;
 use crate::connect::Cluster;
 use crate::error::Result;
-use crate::forbidden;
 use crate::sessions;
-use crate::tunnel::{SessionPort, Tunnel};
+use crate::tunnel::SessionTunnel;
 
 /// What `/json/version` says.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -123,12 +122,8 @@ pub async fn fetch_version(addr: SocketAddr) -> std::result::Result<Version, Str
 /// Runs `cdp` until Ctrl-C.
 pub async fn run(cluster: &Cluster, args: CdpArgs) -> Result<()> {
     let ns = cluster.namespace.as_str();
-    let session = sessions::get(cluster, &args.name).await?;
-    let port = sessions::cdp_port(&session)?;
-    forbidden::check_access(&cluster.client, &forbidden::port_forward_rights(ns)).await?;
-    let pod = sessions::pod_name(&session);
-    let connector = SessionPort::new(cluster.clone(), &args.name, sessions::cdp_port, pod.clone(), port);
-    let tunnel = Tunnel::bind(args.port, connector).await?;
+    let SessionTunnel { pod, port, tunnel, .. } =
+        SessionTunnel::open(cluster, &args.name, sessions::cdp_port, args.port).await?;
     let addr = tunnel.local_addr()?;
     println!("http://127.0.0.1:{}", addr.port());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

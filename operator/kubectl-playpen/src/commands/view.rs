@@ -4,9 +4,8 @@
 use crate::cli::ViewArgs;
 use crate::connect::Cluster;
 use crate::error::Result;
-use crate::forbidden;
 use crate::sessions;
-use crate::tunnel::{SessionPort, Tunnel};
+use crate::tunnel::SessionTunnel;
 
 /// The command that opens `url`: `$BROWSER` (its first `:`-separated entry,
 /// `%s` replaced by the URL or the URL appended), else `open` on macOS and
@@ -49,12 +48,8 @@ pub fn open_browser(url: &str) {
 /// Runs `view` until Ctrl-C.
 pub async fn run(cluster: &Cluster, args: ViewArgs) -> Result<()> {
     let ns = cluster.namespace.as_str();
-    let session = sessions::get(cluster, &args.name).await?;
-    let port = sessions::viewer_port(&session)?;
-    forbidden::check_access(&cluster.client, &forbidden::port_forward_rights(ns)).await?;
-    let pod = sessions::pod_name(&session);
-    let connector = SessionPort::new(cluster.clone(), &args.name, sessions::viewer_port, pod.clone(), port);
-    let tunnel = Tunnel::bind(args.port, connector).await?;
+    let SessionTunnel { session, pod, port, tunnel } =
+        SessionTunnel::open(cluster, &args.name, sessions::viewer_port, args.port).await?;
     let url = format!("http://127.0.0.1:{}/", tunnel.local_addr()?.port());
     println!("{url}");
     match sessions::phase(session.status.as_ref()) {
