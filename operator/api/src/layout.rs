@@ -19,6 +19,8 @@ pub const RUNTIME_CONFIG_KEY: &str = "runtime.json";
 pub const SNAPSHOT_DIR: &str = "/var/lib/playpen/snapshots";
 /// Session recordings (video, trace), on the snapshot volume under its retention.
 pub const RECORDINGS_DIR: &str = "/var/lib/playpen/snapshots/recordings";
+/// [`RECORDINGS_DIR`]'s name inside the CLI's output directory (wherever the runtime is told it is).
+pub const RECORDINGS_SUBDIR: &str = "recordings";
 /// The optional persistent browser profile volume.
 pub const PROFILE_DIR: &str = "/var/lib/playpen/profile";
 /// Saved auth state (cookies, storage) from the user's Secret, mounted 0400.
@@ -177,7 +179,7 @@ mod tests {
     fn contract_paths_nest_as_documented() {
         assert_eq!(HOME_DIR, format!("{DATA_HOME}/home"));
         assert!(SNAPSHOT_DIR.starts_with(&format!("{DATA_HOME}/")));
-        assert_eq!(RECORDINGS_DIR, format!("{SNAPSHOT_DIR}/recordings"));
+        assert_eq!(RECORDINGS_DIR, format!("{SNAPSHOT_DIR}/{RECORDINGS_SUBDIR}"));
         assert!(PROFILE_DIR.starts_with(&format!("{DATA_HOME}/")));
         for path in [NODE_BIN, CLI_PREFIX, BROWSERS_DIR, CHROMIUM_ARCHIVE_DIR] {
             assert!(path.starts_with(&format!("{IMAGE_ROOT}/")), "{path}");

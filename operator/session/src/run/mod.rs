@@ -109,12 +109,15 @@ fn check_browser(config: &RuntimeConfig, install: &CoreInstall, home: &Path) -> 
         tracing::warn!(sandbox = ?config.sandbox, chromium_sandbox = ?facts.chromium_sandbox,
             "the launch config's chromiumSandbox does not match the session's sandbox mode");
     }
-    let revision = readiness::read_revision(&install.browsers_json());
+    let browsers = readiness::read_browsers_json(&install.browsers_json());
+    let revision = browsers.as_ref().and_then(readiness::chromium_revision);
     let cache = readiness::browsers_cache(std::env::var(playpen_api::layout::env::BROWSERS_PATH).ok().as_deref(), home);
     readiness::check(&facts, revision.as_deref(), &cache)?;
     if config.record_video {
-        readiness::ffmpeg_for_video(&install.browsers_json(), &cache).map_err(|detail| {
-            Fatal::RecordingUnavailable { what: "video", verb: "the start-up check".into(), detail }
+        readiness::ffmpeg_for_video(browsers.as_ref(), &cache).map_err(|detail| Fatal::RecordingUnavailable {
+            what: "video",
+            verb: "the start-up check".into(),
+            detail,
         })?;
     }
     Ok(facts.user_data_dir)
@@ -170,7 +173,7 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     let recorder = (config.record_video || config.record_trace).then(|| recording::Recorder {
         video: config.record_video,
         trace: config.record_trace,
-        dir: Path::new(&config.output_dir).join("recordings"),
+        dir: recording::dir(Path::new(&config.output_dir)),
         session: config.session_name.clone(),
         cli: spec("recording", &prepared.launcher, Vec::new()),
     });

@@ -55,20 +55,21 @@ pub fn revision_of(browsers_json: &Value, name: &str) -> Option<String> {
 /// `<browsers cache>/ffmpeg-<revision>/ffmpeg-linux`. Playwright swallows a
 /// missing ffmpeg (`video-start` answers "started" and nothing is written),
 /// so the runtime looks before it starts.
-pub fn ffmpeg_for_video(browsers_json: &Path, browsers_cache: &Path) -> Result<PathBuf, String> {
-    let text =
-        std::fs::read_to_string(browsers_json).map_err(|e| format!("cannot read {}: {e}", browsers_json.display()))?;
-    let json: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", browsers_json.display()))?;
-    let revision =
-        revision_of(&json, "ffmpeg").ok_or_else(|| format!("{} names no ffmpeg", browsers_json.display()))?;
+pub fn ffmpeg_for_video(browsers_json: Option<&Value>, browsers_cache: &Path) -> Result<PathBuf, String> {
+    let revision = browsers_json
+        .and_then(|json| revision_of(json, "ffmpeg"))
+        .ok_or("the CLI's playwright-core browsers.json is unreadable or names no ffmpeg")?;
     let path = browsers_cache.join(format!("ffmpeg-{revision}")).join("ffmpeg-linux");
-    let executable = std::fs::metadata(&path)
-        .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
-    if executable {
+    if is_executable(&path) {
         Ok(path)
     } else {
         Err(format!("no ffmpeg at {} (Playwright's video recorder runs it)", path.display()))
     }
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0)
 }
 
 /// The browser is not installed.
@@ -96,9 +97,7 @@ pub enum BrowserMissing {
 /// could be attributed.
 pub fn check(facts: &LaunchFacts, revision: Option<&str>, browsers_cache: &Path) -> Result<(), BrowserMissing> {
     if let Some(path) = &facts.executable_path {
-        let executable = std::fs::metadata(path)
-            .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
-        return if executable { Ok(()) } else { Err(BrowserMissing::Executable(path.clone())) };
+        return if is_executable(Path::new(path)) { Ok(()) } else { Err(BrowserMissing::Executable(path.clone())) };
     }
     if facts.channel.is_some() {
         return Ok(());
@@ -129,10 +128,10 @@ pub fn browsers_cache(browsers_path: Option<&str>, home: &Path) -> PathBuf {
         .map_or_else(|| home.join(".cache/ms-playwright"), PathBuf::from)
 }
 
-/// Reads the revision from the attributed `browsers.json`, if any.
-pub fn read_revision(browsers_json: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(browsers_json).ok()?;
-    chromium_revision(&serde_json::from_str(&text).ok()?)
+/// The attributed `browsers.json`, if it can be read (once, at start-up: the
+/// chromium and the ffmpeg revision both come from it).
+pub fn read_browsers_json(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
 #[cfg(test)]
@@ -143,23 +142,19 @@ mod tests {
     #[test]
     fn ffmpeg_is_looked_for_where_playwright_runs_it() {
         let tmp = tempfile::tempdir().unwrap();
-        let browsers_json = tmp.path().join("browsers.json");
-        std::fs::write(
-            &browsers_json,
-            r#"{"browsers":[{"name":"chromium","revision":"1"},{"name":"ffmpeg","revision":"1011"}]}"#,
-        )
-        .unwrap();
+        let browsers = json!({"browsers":[{"name":"chromium","revision":"1"},{"name":"ffmpeg","revision":"1011"}]});
+        let browsers_json = Some(&browsers);
         let cache = tmp.path().join("cache");
-        let missing = ffmpeg_for_video(&browsers_json, &cache).unwrap_err();
+        let missing = ffmpeg_for_video(browsers_json, &cache).unwrap_err();
         assert!(missing.contains("ffmpeg-1011/ffmpeg-linux"), "{missing}");
         let path = cache.join("ffmpeg-1011/ffmpeg-linux");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "#!/bin/sh\n").unwrap();
-        assert!(ffmpeg_for_video(&browsers_json, &cache).is_err(), "not executable");
+        assert!(ffmpeg_for_video(browsers_json, &cache).is_err(), "not executable");
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        assert_eq!(ffmpeg_for_video(&browsers_json, &cache).unwrap(), path);
-        std::fs::write(&browsers_json, r#"{"browsers":[]}"#).unwrap();
-        assert!(ffmpeg_for_video(&browsers_json, &cache).unwrap_err().contains("names no ffmpeg"));
+        assert_eq!(ffmpeg_for_video(browsers_json, &cache).unwrap(), path);
+        assert!(ffmpeg_for_video(Some(&json!({"browsers": []})), &cache).unwrap_err().contains("names no ffmpeg"));
+        assert!(ffmpeg_for_video(None, &cache).unwrap_err().contains("names no ffmpeg"));
     }
 
     #[test]

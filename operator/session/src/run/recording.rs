@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use playpen_api::layout::RECORDINGS_SUBDIR;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Fatal;
@@ -60,9 +61,14 @@ pub struct Started {
     pub recording: bool,
 }
 
+/// Where recordings go inside the CLI's output directory.
+pub fn dir(output_dir: &Path) -> PathBuf {
+    output_dir.join(RECORDINGS_SUBDIR)
+}
+
 /// Why the readiness probe must wait, when the session records.
 pub fn not_yet_recording(output_dir: &Path) -> Option<String> {
-    let note = output_dir.join("recordings").join(IN_PROGRESS);
+    let note = dir(output_dir).join(IN_PROGRESS);
     match std::fs::read_to_string(&note).ok().and_then(|t| serde_json::from_str::<Started>(&t).ok()) {
         Some(started) if started.recording => None,
         Some(_) => Some("the recordings are starting".into()),
@@ -110,7 +116,7 @@ impl Recorder {
         match link.symlink_metadata() {
             Ok(_) => {}
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                std::os::unix::fs::symlink("recordings/traces", &link)?;
+                std::os::unix::fs::symlink(Path::new(RECORDINGS_SUBDIR).join("traces"), &link)?;
             }
             Err(err) => return Err(err),
         }
@@ -207,7 +213,7 @@ mod tests {
         Recorder {
             video,
             trace,
-            dir: dir.join("recordings"),
+            dir: super::dir(dir),
             session: "demo".into(),
             cli: ChildSpec {
                 name: "recording",
