@@ -10,22 +10,13 @@ use anyhow::{ensure, Context as _};
 use kube::api::{Api, DeleteParams};
 use kube::Client;
 use playpen_api::BrowserSession;
+use playpen_tests::http_get_as;
 use serde_json::json;
 
 use crate::clients;
 use crate::kubectl::{exec, port_forward};
 use crate::session::{create_with, pod_name, wait_ready, BROWSER};
 use crate::setup::Installed;
-
-/// One HTTP/1.1 GET through the tunnel with the given Host; the whole answer.
-async fn get_with_host(port: u16, path: &str, host: &str) -> anyhow::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes()).await?;
-    let mut answer = String::new();
-    tokio::time::timeout(Duration::from_secs(30), stream.read_to_string(&mut answer)).await??;
-    Ok(answer)
-}
 
 /// Playwright and Puppeteer drive the agent's browser over CDP.
 pub async fn playwright_and_puppeteer_drive_the_session(client: &Client, installed: &Installed) -> anyhow::Result<()> {
@@ -41,8 +32,9 @@ pub async fn playwright_and_puppeteer_drive_the_session(client: &Client, install
 
     let forward = port_forward(ns, &format!("svc/{}", cdp.service), u16::try_from(cdp.port)?).await?;
     let endpoint = format!("http://127.0.0.1:{}", forward.local_port);
-    let rebinding = get_with_host(forward.local_port, "/json/version", "attacker.example").await?;
-    ensure!(rebinding.starts_with("HTTP/1.1 403"), "a foreign Host through the tunnel got:\n{rebinding}");
+    let tunnel = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
+    let (status, body) = http_get_as(tunnel, "/json/version", "attacker.example").await?;
+    ensure!(status == 403, "a foreign Host through the tunnel got {status}:\n{body}");
 
     let seen =
         clients::run("cdp.js", &[&endpoint, fixture], Duration::from_secs(120)).await.context("the CDP clients")?;

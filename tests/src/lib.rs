@@ -254,11 +254,17 @@ where
 
 /// A plain HTTP/1.1 GET on loopback: (status code, body).
 pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
+    http_get_as(addr, path, &addr.to_string()).await
+}
+
+/// [`http_get`] with the Host header a browser would send for `host` (a
+/// name that resolves to `addr`, as in DNS rebinding).
+pub async fn http_get_as(addr: std::net::SocketAddr, path: &str, host: &str) -> anyhow::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(addr).await?;
         stream
-            .write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+            .write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())
             .await?;
         // Some servers (Chromium's DevTools) keep the connection open despite
         // `Connection: close`: the answer ends at its Content-Length, or at EOF.
