@@ -6,7 +6,7 @@
 use crate::image_layout as il;
 use crate::lock::{Lock, LockedChromium};
 use crate::mirror;
-use crate::packages::{chromium_libs, install_command};
+use crate::packages::{chromium_libs, default_ffmpeg_package, install_command};
 use crate::spec::{OsFamily, SandboxMode};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -43,6 +43,9 @@ pub fn os_packages(lock: &Lock, family: OsFamily) -> Vec<String> {
     };
     pkgs.extend(lock.spec.fonts.iter().cloned());
     pkgs.extend(lock.spec.packages.iter().cloned());
+    if lock.video_recorder.is_some() {
+        pkgs.push(ffmpeg_package(lock, family));
+    }
     pkgs.sort();
     pkgs.dedup();
     pkgs
@@ -109,6 +112,30 @@ pub fn install_browser_command(family: OsFamily, revision: &str) -> String {
     )
 }
 
+/// The package that installs ffmpeg: the spec's, else the family's default.
+pub fn ffmpeg_package(lock: &Lock, family: OsFamily) -> String {
+    let named = lock.spec.video_recorder.as_ref().and_then(|v| v.package.clone());
+    named.unwrap_or_else(|| default_ffmpeg_package(family).to_owned())
+}
+
+/// Where Playwright's video recorder runs ffmpeg from in the image.
+pub fn ffmpeg_path(revision: &str) -> String {
+    format!("{}/ffmpeg-{revision}/ffmpeg-linux", il::BROWSERS_DIR)
+}
+
+/// The step that links the installed ffmpeg where Playwright runs it from.
+/// Playwright never searches PATH for it, and swallows its absence (a video
+/// that is "started" and never written), so a missing binary fails the build.
+pub fn link_ffmpeg_command(package: &str, revision: &str) -> String {
+    let path = ffmpeg_path(revision);
+    format!(
+        "ffmpeg=\"$(command -v ffmpeg)\" || {{ echo 'playpen: the package {package} put no ffmpeg on PATH (exit 21): \
+         name one that does in videoRecorder.package'; exit 21; }}; \
+         mkdir -p {dir}/ffmpeg-{revision} && ln -sfn \"$ffmpeg\" {path} && test -x {path}",
+        dir = il::BROWSERS_DIR
+    )
+}
+
 /// The command that adds the image's user without useradd (absent from minimal bases),
 /// keeping an existing entry with the same id.
 pub fn add_user_command(name: &str, uid: u32, gid: u32) -> String {
@@ -146,6 +173,11 @@ pub fn render(input: &RenderInput<'_>) -> String {
     }
     if let LockedChromium::Playwright { revision, .. } = &lock.chromium {
         let _ = writeln!(d, "RUN {}", install_browser_command(input.family, revision));
+    }
+    if let Some(video) = &lock.video_recorder {
+        // After Playwright's own browser step, which may bring its own ffmpeg: the spec's package wins.
+        let package = ffmpeg_package(lock, input.family);
+        let _ = writeln!(d, "RUN {}", link_ffmpeg_command(&package, &video.ffmpeg_revision));
     }
     let _ = writeln!(d, "RUN {}", add_user_command(&spec.user.name, spec.user.uid, spec.user.gid));
     if !input.labels.is_empty() {
@@ -337,6 +369,34 @@ mod tests {
         assert!(
             d.contains("libnss3") && d.contains(&format!("ADD {} {}/", il::CHROMIUM_ARCHIVE, il::CHROMIUM_ARCHIVE_DIR))
         );
+    }
+
+    #[test]
+    fn a_video_recorder_installs_the_family_package_and_links_it_where_playwright_looks() {
+        let mut lock = lock_for(playwright());
+        lock.spec.video_recorder = Some(crate::spec::VideoRecorderSpec::default());
+        lock.video_recorder = Some(crate::lock::LockedVideoRecorder { ffmpeg_revision: "1011".into() });
+        let link = format!("ln -sfn \"$ffmpeg\" {}/ffmpeg-1011/ffmpeg-linux", il::BROWSERS_DIR);
+        for (family, package) in
+            [(OsFamily::Apt, "ffmpeg"), (OsFamily::Dnf, "ffmpeg-free"), (OsFamily::Zypper, "ffmpeg")]
+        {
+            assert!(os_packages(&lock, family).contains(&package.to_owned()), "{family:?}");
+            let labels = BTreeMap::new();
+            let d = render(&RenderInput { lock: &lock, family, labels: &labels });
+            let step = run_lines(&d).into_iter().find(|l| l.contains("ffmpeg-linux")).unwrap();
+            assert!(step.contains(&link) && step.contains(&format!("the package {package} put no ffmpeg")), "{step}");
+            // Playwright's own browser step runs first; the package's ffmpeg is the one linked.
+            assert!(d.find("install-browser").unwrap() < d.find(&link).unwrap(), "{d}");
+            assert!(d.find(&link).unwrap() < d.find("USER ").unwrap(), "linked as root");
+        }
+        lock.spec.video_recorder = Some(crate::spec::VideoRecorderSpec { package: Some("ffmpeg-7".into()) });
+        assert!(os_packages(&lock, OsFamily::Zypper).contains(&"ffmpeg-7".to_owned()));
+        assert!(!os_packages(&lock, OsFamily::Zypper).contains(&"ffmpeg".to_owned()));
+        lock.video_recorder = None;
+        lock.spec.video_recorder = None;
+        let labels = BTreeMap::new();
+        let d = render(&RenderInput { lock: &lock, family: OsFamily::Apt, labels: &labels });
+        assert!(!d.contains("ffmpeg"), "no recorder asked for, none installed: {d}");
     }
 
     #[test]

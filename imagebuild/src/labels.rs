@@ -46,6 +46,10 @@ pub fn labels(lock: &Lock, family: crate::spec::OsFamily, lock_digest: &str) -> 
         put(&format!("{PREFIX}.sandbox.reason"), reason.clone());
     }
     put(&format!("{PREFIX}.user"), format!("{}:{}", lock.spec.user.uid, lock.spec.user.gid));
+    if let Some(video) = &lock.video_recorder {
+        put(&format!("{PREFIX}.video.ffmpeg-revision"), video.ffmpeg_revision.clone());
+        put(&format!("{PREFIX}.video.package"), crate::dockerfile::ffmpeg_package(lock, family));
+    }
     if let Some(s) = &lock.session_runtime {
         put(&format!("{PREFIX}.session-runtime.integrity"), s.integrity.to_string());
     }
@@ -66,6 +70,12 @@ mod tests {
         assert_eq!(l["dev.playpen.image.chromium.package"], "chromium");
         assert_eq!(l["dev.playpen.image.sandbox"], "Enforced");
         assert_eq!(l["dev.playpen.image.chromium.executable"], "/usr/bin/chromium");
+        assert!(!l.keys().any(|k| k.contains(".video.")), "no recorder, no label");
+        let mut lock = lock;
+        lock.video_recorder = Some(crate::lock::LockedVideoRecorder { ffmpeg_revision: "1011".into() });
+        let l = labels(&lock, crate::spec::OsFamily::Dnf, "sha256:abc");
+        assert_eq!(l["dev.playpen.image.video.ffmpeg-revision"], "1011");
+        assert_eq!(l["dev.playpen.image.video.package"], "ffmpeg-free");
         assert_eq!(l["dev.playpen.image.lock.digest"], "sha256:abc");
         assert_eq!(l["org.opencontainers.image.base.name"], "playpen/base:bookworm");
     }

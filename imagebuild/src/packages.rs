@@ -96,6 +96,16 @@ pub const fn default_chromium_package(_family: OsFamily) -> &'static str {
     "chromium"
 }
 
+/// The package that installs ffmpeg when the spec names none: Debian's and
+/// openSUSE's are called `ffmpeg`; Fedora ships the VP8-capable build as
+/// `ffmpeg-free` (RPM Fusion's `ffmpeg` conflicts with it).
+pub const fn default_ffmpeg_package(family: OsFamily) -> &'static str {
+    match family {
+        OsFamily::Apt | OsFamily::Zypper => "ffmpeg",
+        OsFamily::Dnf => "ffmpeg-free",
+    }
+}
+
 /// Where the distribution package puts the executable.
 pub const fn default_chromium_executable(family: OsFamily) -> &'static str {
     match family {

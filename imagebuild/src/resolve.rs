@@ -5,7 +5,7 @@
 use crate::digest::{sha256_from_shasums, Integrity};
 use crate::fetch::{check_digest, FetchError, Fetcher};
 use crate::layer::{LayerError, NpmPackage, TarLimits};
-use crate::lock::{Lock, LockedChromium, LockedFile, LockedNode, LockedPackage, LOCK_VERSION};
+use crate::lock::{Lock, LockedChromium, LockedFile, LockedNode, LockedPackage, LockedVideoRecorder, LOCK_VERSION};
 use crate::spec::{ChromiumSource, ImageSpec, Libc, NodeSource};
 use crate::untrusted::{self, Origin, UnsafeInput, Violation};
 use std::collections::{BTreeMap, VecDeque};
@@ -240,17 +240,55 @@ pub async fn resolve_node(f: &Fetcher, spec: &ImageSpec) -> Result<LockedNode, R
     Ok(LockedNode { version: n.version.clone(), source: n.source, url, integrity, bin_path })
 }
 
-/// The chromium revision and browser version in browsers.json text.
-pub fn chromium_from_browsers_json(text: &str) -> Result<(String, Option<String>), String> {
+/// The revision and browser version of `name` (`chromium`, `ffmpeg`) in browsers.json text.
+pub fn browser_from_browsers_json(text: &str, name: &str) -> Result<(String, Option<String>), String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("browsers.json: {e}"))?;
     let entry = v
         .get("browsers")
         .and_then(|b| b.as_array())
-        .and_then(|b| b.iter().find(|e| e.get("name").and_then(|n| n.as_str()) == Some("chromium")))
-        .ok_or("browsers.json names no chromium")?;
-    let revision = entry.get("revision").and_then(|r| r.as_str()).ok_or("chromium has no revision")?.to_owned();
+        .and_then(|b| b.iter().find(|e| e.get("name").and_then(|n| n.as_str()) == Some(name)))
+        .ok_or_else(|| format!("browsers.json names no {name}"))?;
+    let revision =
+        entry.get("revision").and_then(|r| r.as_str()).ok_or_else(|| format!("{name} has no revision"))?.to_owned();
     let version = entry.get("browserVersion").and_then(|r| r.as_str()).map(str::to_owned);
     Ok((revision, version))
+}
+
+/// The locked playwright-core's browsers.json: its text and the package's name for errors.
+async fn browsers_json(f: &Fetcher, packages: &[LockedPackage]) -> Result<(String, String), ResolveError> {
+    let core = packages.iter().find(|p| p.name == "playwright-core").ok_or_else(|| ResolveError::BrowsersJson {
+        version: "?".into(),
+        detail: "the CLI's closure has no playwright-core".into(),
+    })?;
+    let bytes = f.fetch_verified(&core.resolved, &core.integrity).await?;
+    let what = format!("playwright-core@{}", core.version);
+    let text = crate::layer::extract_file(&bytes, &what, "package/browsers.json")?;
+    Ok((String::from_utf8_lossy(&text).into_owned(), core.version.clone()))
+}
+
+/// Reads `name`'s entry from the locked playwright-core's browsers.json. The
+/// revision and version become words in the Dockerfile, so each must be a token.
+async fn locked_browser(
+    f: &Fetcher,
+    packages: &[LockedPackage],
+    name: &str,
+) -> Result<(String, Option<String>), ResolveError> {
+    let (text, version) = browsers_json(f, packages).await?;
+    let (revision, browser_version) = browser_from_browsers_json(&text, name)
+        .map_err(|detail| ResolveError::BrowsersJson { version: version.clone(), detail })?;
+    for (field, value) in [("revision", Some(&revision)), ("browserVersion", browser_version.as_ref())] {
+        if let Some(value) = value {
+            untrusted::token(value).map_err(|violation| {
+                UnsafeInput::new(
+                    Origin::Tarball(format!("playwright-core@{version}")),
+                    format!("browsers.json {name}.{field}"),
+                    value,
+                    violation,
+                )
+            })?;
+        }
+    }
+    Ok((revision, browser_version))
 }
 
 /// Resolves the Chromium source (the packages are needed for `playwright`).
@@ -266,31 +304,7 @@ pub async fn resolve_chromium(
             executable_path: c.executable_path.clone(),
         },
         ChromiumSource::Playwright => {
-            let core =
-                packages.iter().find(|p| p.name == "playwright-core").ok_or_else(|| ResolveError::BrowsersJson {
-                    version: "?".into(),
-                    detail: "the CLI's closure has no playwright-core".into(),
-                })?;
-            let bytes = f.fetch_verified(&core.resolved, &core.integrity).await?;
-            let what = format!("playwright-core@{}", core.version);
-            let text = crate::layer::extract_file(&bytes, &what, "package/browsers.json")?;
-            let (revision, browser_version) = chromium_from_browsers_json(&String::from_utf8_lossy(&text))
-                .map_err(|detail| ResolveError::BrowsersJson { version: core.version.clone(), detail })?;
-            // The revision is a word in the Dockerfile's install-browser step.
-            let checks =
-                [("chromium.revision", Some(&revision)), ("chromium.browserVersion", browser_version.as_ref())];
-            for (field, value) in checks {
-                if let Some(value) = value {
-                    untrusted::token(value).map_err(|violation| {
-                        UnsafeInput::new(
-                            Origin::Tarball(what.clone()),
-                            format!("browsers.json {field}"),
-                            value,
-                            violation,
-                        )
-                    })?;
-                }
-            }
+            let (revision, browser_version) = locked_browser(f, packages, "chromium").await?;
             LockedChromium::Playwright { revision, browser_version }
         }
         ChromiumSource::Archive => {
@@ -315,7 +329,22 @@ pub async fn resolve(f: &Fetcher, spec: &ImageSpec) -> Result<Lock, ResolveError
             Some(LockedFile { path: s.path.clone(), integrity: Integrity::sha256_of(&bytes) })
         }
     };
-    Ok(Lock { lock_version: LOCK_VERSION, spec: spec.clone(), node, packages, chromium, session_runtime })
+    let video_recorder = match &spec.video_recorder {
+        None => None,
+        Some(_) => {
+            let (ffmpeg_revision, _) = locked_browser(f, &packages, "ffmpeg").await?;
+            Some(LockedVideoRecorder { ffmpeg_revision })
+        }
+    };
+    Ok(Lock {
+        lock_version: LOCK_VERSION,
+        spec: spec.clone(),
+        node,
+        packages,
+        chromium,
+        session_runtime,
+        video_recorder,
+    })
 }
 
 #[cfg(test)]
@@ -378,7 +407,9 @@ mod tests {
     #[test]
     fn browsers_json_gives_the_chromium_revision() {
         let text = r#"{"comment":"x","browsers":[{"name":"chromium","revision":"1247","installByDefault":true,"browserVersion":"147.0.1"},{"name":"firefox","revision":"1"}]}"#;
-        assert_eq!(chromium_from_browsers_json(text), Ok(("1247".into(), Some("147.0.1".into()))));
-        assert!(chromium_from_browsers_json(r#"{"browsers":[]}"#).is_err());
+        assert_eq!(browser_from_browsers_json(text, "chromium"), Ok(("1247".into(), Some("147.0.1".into()))));
+        assert_eq!(browser_from_browsers_json(text, "firefox"), Ok(("1".into(), None)));
+        assert_eq!(browser_from_browsers_json(text, "ffmpeg"), Err("browsers.json names no ffmpeg".into()));
+        assert!(browser_from_browsers_json(r#"{"browsers":[]}"#, "chromium").is_err());
     }
 }

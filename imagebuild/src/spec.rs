@@ -35,6 +35,11 @@ pub struct ImageSpec {
     /// The session runtime binary installed at /usr/local/bin/playpen-session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_runtime: Option<SessionRuntimeSpec>,
+    /// Playwright's video recorder, for sessions with `spec.recording.video`: an
+    /// ffmpeg with the VP8 encoder where Playwright runs it from. Absent: the image
+    /// cannot record video (a session asking for it stops with `RecordingUnavailable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video_recorder: Option<VideoRecorderSpec>,
 }
 
 /// The base image.
@@ -280,6 +285,18 @@ fn default_npm_registry() -> String {
 pub struct SessionRuntimeSpec {
     /// Host path of the `playpen-session` binary (built for the image's architecture and libc).
     pub path: String,
+}
+
+/// The video recorder: an OS package that puts `ffmpeg` (with the VP8 encoder and
+/// the WebM muxer) on PATH. Playwright's own ffmpeg build comes from its CDN, which
+/// `chromium.source: playwright` installs beside Chromium; a package works with every source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VideoRecorderSpec {
+    /// The package. Defaults: `ffmpeg` on apt (Debian, Ubuntu), `ffmpeg-free` on dnf
+    /// (Fedora; EPEL on the RHEL family), `ffmpeg` on zypper (a repository that has it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
 }
 
 /// Errors reading a spec.

@@ -193,6 +193,18 @@ pub fn validate(spec: &ImageSpec) -> Result<(), InvalidSpec> {
         }
     }
 
+    if let Some(package) = spec.video_recorder.as_ref().and_then(|v| v.package.as_ref()) {
+        if let Err(v) = untrusted::os_package_name(package) {
+            push(
+                "videoRecorder.package",
+                format!(
+                    "{} {v}: name one OS package that installs ffmpeg, for example `ffmpeg`",
+                    untrusted::shown(package)
+                ),
+            );
+        }
+    }
+
     check_url(&spec.registry.npm, "registry.npm", &mut push);
     if let Some(var) = &spec.registry.token_env {
         if var.is_empty() || !var.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
@@ -308,6 +320,9 @@ mod tests {
     #[test]
     fn package_names_cannot_smuggle_shell() {
         assert_eq!(fields(&format!("{OK}packages: ['curl; rm -rf /']\n")), vec!["packages"]);
+        assert_eq!(fields(&format!("{OK}videoRecorder: {{package: 'ffmpeg && id'}}\n")), vec!["videoRecorder.package"]);
+        assert!(fields(&format!("{OK}videoRecorder: {{package: ffmpeg-free}}\n")).is_empty());
+        assert!(fields(&format!("{OK}videoRecorder: {{}}\n")).is_empty());
         assert_eq!(fields(&format!("{OK}fonts: [fonts-noto-cjk, libstdc++6]\n")), Vec::<&str>::new());
     }
 

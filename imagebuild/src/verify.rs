@@ -29,6 +29,16 @@ pub enum VerifyError {
         /// The output.
         output: String,
     },
+    /// The video recorder is missing or cannot encode VP8 into WebM.
+    #[error("the video recorder does not work: Playwright runs {path}, which must encode VP8 into WebM; remedy: name a \
+             package in videoRecorder.package whose ffmpeg has the libvpx encoder (Debian's and Fedora's ffmpeg-free do), \
+             or remove videoRecorder\n{output}")]
+    VideoRecorder {
+        /// Where Playwright runs ffmpeg from.
+        path: String,
+        /// The output.
+        output: String,
+    },
     /// Anything else: the executable is missing, the CLI does not run, or the page did not load.
     #[error("verification failed ({step}):\n{output}")]
     Failed {
@@ -59,6 +69,7 @@ pub fn script(lock: &Lock, family: OsFamily) -> String {
         _ => "''".to_owned(),
     };
     let no_sandbox = if lock.spec.sandbox.mode == SandboxMode::Disabled { " --no-sandbox" } else { "" };
+    let video = lock.video_recorder.as_ref().map_or_else(String::new, |v| video_step(&v.ffmpeg_revision));
     format!(
         r#"exe={exe}
 echo "step: executable $exe"
@@ -73,13 +84,26 @@ files="$(find $dirs -maxdepth 2 -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev
 echo "scanned $(echo "$files" | wc -l) files"
 missing="$(echo "$files" | while read -r f; do ldd "$f" 2>/dev/null | grep 'not found'; done | sort -u)"
 if [ -n "$missing" ]; then echo "PLAYPEN-MISSING-LIBS"; echo "$missing"; exit 19; fi
-echo "step: playwright-cli --version"
+{video}echo "step: playwright-cli --version"
 {wrapper} --version || {{ echo "PLAYPEN-FAIL cli"; exit 21; }}
 echo "step: chromium headless"
 "$exe" --headless --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-quic{no_sandbox} --user-data-dir=/tmp/playpen-verify --dump-dom 'data:text/html,<title>v</title><p>{marker}</p>' 2>&1
 "#,
         wrapper = il::CLI_WRAPPER,
         marker = PAGE_MARKER,
+    )
+}
+
+/// Encodes a short clip the way Playwright's recorder does (VP8 into WebM),
+/// with the binary Playwright will run.
+fn video_step(revision: &str) -> String {
+    let ffmpeg = crate::dockerfile::ffmpeg_path(revision);
+    format!(
+        r#"echo "step: video recorder {ffmpeg}"
+[ -x {ffmpeg} ] || {{ echo "PLAYPEN-FAIL video (not executable)"; exit 21; }}
+{ffmpeg} -hide_banner -loglevel error -f lavfi -i color=c=red:s=64x64:d=0.4 -c:v vp8 -f webm -y /tmp/playpen-verify.webm 2>&1 \
+  && [ -s /tmp/playpen-verify.webm ] || {{ echo "PLAYPEN-FAIL video (no VP8 WebM written)"; exit 21; }}
+"#
     )
 }
 
@@ -98,6 +122,10 @@ pub fn judge(family: OsFamily, exit_code: i64, output: &str) -> Result<(), Verif
     }
     if output.contains("PLAYPEN-FAIL executable") {
         return Err(VerifyError::Failed { step: "the chromium executable is missing".into(), output: tail(output) });
+    }
+    if output.contains("PLAYPEN-FAIL video") {
+        let path = output.lines().find_map(|l| l.strip_prefix("step: video recorder ")).unwrap_or("ffmpeg").to_owned();
+        return Err(VerifyError::VideoRecorder { path, output: tail(output) });
     }
     if output.contains("PLAYPEN-FAIL cli") {
         return Err(VerifyError::Failed { step: "playwright-cli did not run".into(), output: tail(output) });
@@ -134,6 +162,26 @@ mod tests {
         lock.chromium = LockedChromium::Playwright { revision: "1247".into(), browser_version: None };
         let exe_dir = format!("{}/chromium-1247/chrome-linux", crate::image_layout::BROWSERS_DIR);
         assert!(script(&lock, OsFamily::Dnf).contains(&exe_dir));
+    }
+
+    #[test]
+    fn a_video_recorder_is_verified_by_encoding_vp8_with_the_binary_playwright_runs() {
+        let mut lock = crate::lock::fixtures::lock_with(b"n", b"c", b"p", b"k");
+        assert!(!script(&lock, OsFamily::Apt).contains("ffmpeg"));
+        lock.video_recorder = Some(crate::lock::LockedVideoRecorder { ffmpeg_revision: "1011".into() });
+        let s = script(&lock, OsFamily::Apt);
+        let ffmpeg = format!("{}/ffmpeg-1011/ffmpeg-linux", crate::image_layout::BROWSERS_DIR);
+        assert!(s.contains(&format!("{ffmpeg} -hide_banner")) && s.contains("-c:v vp8 -f webm"), "{s}");
+        assert!(s.find("video recorder").unwrap() < s.find("chromium headless").unwrap(), "{s}");
+        let out =
+            format!("step: video recorder {ffmpeg}\nUnknown encoder 'vp8'\nPLAYPEN-FAIL video (no VP8 WebM written)\n");
+        let err = judge(OsFamily::Apt, 21, &out).unwrap_err();
+        assert_eq!(err.class(), FailureClass::VerificationFailed);
+        let text = err.to_string();
+        assert!(
+            text.contains(&ffmpeg) && text.contains("videoRecorder.package") && text.contains("Unknown encoder"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! lock from the real registry → build + verify (sandbox enforced under the
 //! emitted seccomp profile, read-only root, no network) → rebuild from the same
 //! lock gives the same layer digest and image → playwright-cli drives a page
-//! with the renderers in their own user namespace → without the profile the
+//! with the renderers in their own user namespace and records a WebM with the
+//! video recorder the spec asks for → without the profile the
 //! sandbox fails with the classified error.
 
 use playpen_imagebuild::build::{self, BuildOptions};
@@ -39,7 +40,7 @@ async fn debian_image_builds_verifies_rebuilds_identically_and_keeps_the_sandbox
     let example =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/debian-chromium.yaml")).unwrap();
     let yaml = format!(
-        "{}\nsessionRuntime: {{path: '{}'}}\n",
+        "{}\nsessionRuntime: {{path: '{}'}}\nvideoRecorder: {{package: ffmpeg}}\n",
         example.replace("playpen/base:bookworm", &base_image()),
         session_runtime.display()
     );
@@ -124,6 +125,8 @@ async fn debian_image_builds_verifies_rebuilds_identically_and_keeps_the_sandbox
     let drive = "export HOME=/tmp/home PLAYWRIGHT_MCP_CONFIG=/etc/playpen/launch-defaults.json; mkdir -p $HOME; cd /tmp; \
         playwright-cli open 'data:text/html,<title>hello-playpen</title><h1>hi</h1>' >/tmp/open.log 2>&1 || cat /tmp/open.log; \
         playwright-cli eval 'document.title' 2>&1; \
+        playwright-cli video-start /tmp/clip.webm 2>&1; playwright-cli goto 'data:text/html,<h1>second</h1>' >/dev/null 2>&1; \
+        sleep 1; playwright-cli video-stop 2>&1; echo \"webm-magic: $(head -c 4 /tmp/clip.webm | od -An -tx1 | tr -d ' ')\"; \
         self=$(readlink /proc/self/ns/user); \
         for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^/usr/lib/chromium/chromium .*--type=renderer'; then \
           if [ \"$(readlink $p/ns/user)\" != \"$self\" ]; then echo renderer-in-own-userns; else echo renderer-in-host-userns; fi; fi; done; \
@@ -140,6 +143,8 @@ async fn debian_image_builds_verifies_rebuilds_identically_and_keeps_the_sandbox
     assert!(out.output.contains("hello-playpen"), "{}", out.output);
     assert!(out.output.contains("renderer-in-own-userns"), "{}", out.output);
     assert!(!out.output.contains("renderer-in-host-userns"), "{}", out.output);
+    // Playwright's video recorder runs the linked ffmpeg: a WebM (EBML magic) is written.
+    assert!(out.output.contains("webm-magic: 1a45dfa3"), "{}", out.output);
 
     // Without the profile (the engine's default), the enforced sandbox cannot start: classified.
     let default_profile = RunOptions { seccomp_profile: None, ..enforced };

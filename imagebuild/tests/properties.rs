@@ -147,6 +147,7 @@ fn lock_for(spec: ImageSpec, chromium: LockedChromium) -> Lock {
         ],
         chromium,
         session_runtime: None,
+        video_recorder: None,
     }
 }
 

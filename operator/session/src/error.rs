@@ -71,7 +71,7 @@ pub enum Fatal {
     /// A recording the spec asks for cannot start.
     #[error(
         "the session records ({what}) but {verb} failed: {detail}. Remedy: for video, an image with ffmpeg \
-         where Playwright looks for it (Debian's ffmpeg linked there works), or turn spec.recording.{what} off"
+         where Playwright looks for it (playpen-imagebuild's `videoRecorder` links one there), or turn spec.recording.{what} off"
     )]
     RecordingUnavailable {
         /// video or trace.
