@@ -27,6 +27,9 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
 const IN_PROGRESS: &str = "in-progress.json";
 /// Recordings a crash cut short, newest last.
 const INTERRUPTED: &str = "interrupted.json";
+/// Where traces go inside the recordings directory (and the name of the
+/// symlink to it in the output directory, where the CLI writes them).
+pub const TRACES: &str = "traces";
 
 /// What a session records, and how the CLI is run for it.
 #[derive(Debug, Clone)]
@@ -66,10 +69,15 @@ pub fn dir(output_dir: &Path) -> PathBuf {
     output_dir.join(RECORDINGS_SUBDIR)
 }
 
+/// The recording in progress, noted in the recordings directory `recordings`.
+pub fn in_progress(recordings: &Path) -> Option<Started> {
+    read_json(&recordings.join(IN_PROGRESS))
+}
+
 /// Why the readiness probe must wait, when the session records.
 pub fn not_yet_recording(output_dir: &Path) -> Option<String> {
     let note = dir(output_dir).join(IN_PROGRESS);
-    match std::fs::read_to_string(&note).ok().and_then(|t| serde_json::from_str::<Started>(&t).ok()) {
+    match in_progress(&dir(output_dir)) {
         Some(started) if started.recording => None,
         Some(_) => Some("the recordings are starting".into()),
         None => Some(format!("no recording in progress ({} is missing)", note.display())),
@@ -111,12 +119,12 @@ impl Recorder {
     /// Creates `recordings/` and `traces` → `recordings/traces` beside it;
     /// says so of a recording the last container left in progress.
     pub fn prepare(&self, output_dir: &Path) -> std::io::Result<()> {
-        std::fs::create_dir_all(self.dir.join("traces"))?;
-        let link = output_dir.join("traces");
+        std::fs::create_dir_all(self.dir.join(TRACES))?;
+        let link = output_dir.join(TRACES);
         match link.symlink_metadata() {
             Ok(_) => {}
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                std::os::unix::fs::symlink(Path::new(RECORDINGS_SUBDIR).join("traces"), &link)?;
+                std::os::unix::fs::symlink(Path::new(RECORDINGS_SUBDIR).join(TRACES), &link)?;
             }
             Err(err) => return Err(err),
         }
@@ -183,19 +191,22 @@ impl Recorder {
     }
 
     fn take_in_progress(&self) -> Option<Started> {
-        let path = self.dir.join(IN_PROGRESS);
-        let text = std::fs::read_to_string(&path).ok()?;
-        let _ = std::fs::remove_file(&path);
-        serde_json::from_str(&text).ok()
+        let taken = in_progress(&self.dir);
+        let _ = std::fs::remove_file(self.dir.join(IN_PROGRESS));
+        taken
     }
 
     fn note_interrupted(&self, cut: Started) -> std::io::Result<()> {
         let path = self.dir.join(INTERRUPTED);
-        let mut all: Vec<Started> =
-            std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+        let mut all: Vec<Started> = read_json(&path).unwrap_or_default();
         all.push(cut);
         write_json(&path, &all)
     }
+}
+
+/// A note, if it is there and whole.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
 /// Written whole, then renamed: a reader never sees half a file.
