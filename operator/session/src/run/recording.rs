@@ -74,6 +74,12 @@ pub fn in_progress(recordings: &Path) -> Option<Started> {
     read_json(&recordings.join(IN_PROGRESS))
 }
 
+/// Whether `file_name` in the recordings directory is one of the runtime's
+/// notes (or a note being written), not a recording.
+pub fn is_note(file_name: &std::ffi::OsStr) -> bool {
+    [IN_PROGRESS, INTERRUPTED].iter().any(|note| file_name == *note || temporary(Path::new(note)) == file_name)
+}
+
 /// Why the readiness probe must wait, when the session records.
 pub fn not_yet_recording(output_dir: &Path) -> Option<String> {
     let note = dir(output_dir).join(IN_PROGRESS);
@@ -211,9 +217,14 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
 
 /// Written whole, then renamed: a reader never sees half a file.
 fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
+    let tmp = temporary(path);
     std::fs::write(&tmp, serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?)?;
     std::fs::rename(tmp, path)
+}
+
+/// Where a note is written before it is renamed into place.
+fn temporary(note: &Path) -> PathBuf {
+    note.with_extension("json.tmp")
 }
 
 #[cfg(test)]
@@ -255,6 +266,16 @@ mod tests {
         let trace_only = recorder(tmp.path(), false, true);
         assert_eq!(trace_only.stop_args(), [["-s=demo", "tracing-stop"]]);
         assert!(recorder(tmp.path(), false, false).stop_args().is_empty());
+    }
+
+    #[test]
+    fn the_notes_and_the_files_they_are_written_to_are_notes_not_recordings() {
+        for name in ["in-progress.json", "interrupted.json", "in-progress.json.tmp", "interrupted.json.tmp"] {
+            assert!(is_note(name.as_ref()), "{name}");
+        }
+        for name in ["video-1.webm", "in-progress.jsonl", "notes.json", "trace-1.trace"] {
+            assert!(!is_note(name.as_ref()), "{name}");
+        }
     }
 
     #[test]
