@@ -353,10 +353,11 @@ async fn lifetime_reached(config_path: PathBuf, mut config: RuntimeConfig, every
 /// How long after a write the size budget is checked (writes come in bursts).
 const WRITE_SETTLE: Duration = Duration::from_millis(300);
 
-/// Prunes the snapshot directory at start, on a schedule and soon after each
-/// write, re-reading the policy from `runtime.json` each time (the kubelet
-/// refreshes the ConfigMap in place). Returns only when the volume is full
-/// of what retention may not delete.
+/// Prunes the snapshot volume (snapshots and recordings) at start, on a
+/// schedule and soon after each write in the output directory, re-reading
+/// the policy from `runtime.json` each time (the kubelet refreshes the
+/// ConfigMap in place). Returns only when the volume is full of what
+/// retention may not delete.
 async fn retain(config_path: PathBuf, mut config: RuntimeConfig, opts: Options) -> Fatal {
     let interval = opts.retention_interval();
     let grace = Duration::from_secs(opts.retention_grace_seconds);

@@ -27,6 +27,9 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
 const IN_PROGRESS: &str = "in-progress.json";
 /// Recordings a crash cut short, newest last.
 const INTERRUPTED: &str = "interrupted.json";
+/// Where traces go inside the recordings directory (and the name of the
+/// symlink to it in the output directory, where the CLI writes them).
+pub const TRACES: &str = "traces";
 
 /// What a session records, and how the CLI is run for it.
 #[derive(Debug, Clone)]
@@ -66,10 +69,21 @@ pub fn dir(output_dir: &Path) -> PathBuf {
     output_dir.join(RECORDINGS_SUBDIR)
 }
 
+/// The recording in progress, noted in the recordings directory `recordings`.
+pub fn in_progress(recordings: &Path) -> Option<Started> {
+    read_json(&recordings.join(IN_PROGRESS))
+}
+
+/// Whether `file_name` in the recordings directory is one of the runtime's
+/// notes (or a note being written), not a recording.
+pub fn is_note(file_name: &std::ffi::OsStr) -> bool {
+    [IN_PROGRESS, INTERRUPTED].iter().any(|note| file_name == *note || temporary(Path::new(note)) == file_name)
+}
+
 /// Why the readiness probe must wait, when the session records.
 pub fn not_yet_recording(output_dir: &Path) -> Option<String> {
     let note = dir(output_dir).join(IN_PROGRESS);
-    match std::fs::read_to_string(&note).ok().and_then(|t| serde_json::from_str::<Started>(&t).ok()) {
+    match in_progress(&dir(output_dir)) {
         Some(started) if started.recording => None,
         Some(_) => Some("the recordings are starting".into()),
         None => Some(format!("no recording in progress ({} is missing)", note.display())),
@@ -111,12 +125,12 @@ impl Recorder {
     /// Creates `recordings/` and `traces` → `recordings/traces` beside it;
     /// says so of a recording the last container left in progress.
     pub fn prepare(&self, output_dir: &Path) -> std::io::Result<()> {
-        std::fs::create_dir_all(self.dir.join("traces"))?;
-        let link = output_dir.join("traces");
+        std::fs::create_dir_all(self.dir.join(TRACES))?;
+        let link = output_dir.join(TRACES);
         match link.symlink_metadata() {
             Ok(_) => {}
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                std::os::unix::fs::symlink(Path::new(RECORDINGS_SUBDIR).join("traces"), &link)?;
+                std::os::unix::fs::symlink(Path::new(RECORDINGS_SUBDIR).join(TRACES), &link)?;
             }
             Err(err) => return Err(err),
         }
@@ -183,26 +197,34 @@ impl Recorder {
     }
 
     fn take_in_progress(&self) -> Option<Started> {
-        let path = self.dir.join(IN_PROGRESS);
-        let text = std::fs::read_to_string(&path).ok()?;
-        let _ = std::fs::remove_file(&path);
-        serde_json::from_str(&text).ok()
+        let taken = in_progress(&self.dir);
+        let _ = std::fs::remove_file(self.dir.join(IN_PROGRESS));
+        taken
     }
 
     fn note_interrupted(&self, cut: Started) -> std::io::Result<()> {
         let path = self.dir.join(INTERRUPTED);
-        let mut all: Vec<Started> =
-            std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+        let mut all: Vec<Started> = read_json(&path).unwrap_or_default();
         all.push(cut);
         write_json(&path, &all)
     }
 }
 
+/// A note, if it is there and whole.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
 /// Written whole, then renamed: a reader never sees half a file.
 fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
+    let tmp = temporary(path);
     std::fs::write(&tmp, serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?)?;
     std::fs::rename(tmp, path)
+}
+
+/// Where a note is written before it is renamed into place.
+fn temporary(note: &Path) -> PathBuf {
+    note.with_extension("json.tmp")
 }
 
 #[cfg(test)]
@@ -244,6 +266,16 @@ mod tests {
         let trace_only = recorder(tmp.path(), false, true);
         assert_eq!(trace_only.stop_args(), [["-s=demo", "tracing-stop"]]);
         assert!(recorder(tmp.path(), false, false).stop_args().is_empty());
+    }
+
+    #[test]
+    fn the_notes_and_the_files_they_are_written_to_are_notes_not_recordings() {
+        for name in ["in-progress.json", "interrupted.json", "in-progress.json.tmp", "interrupted.json.tmp"] {
+            assert!(is_note(name.as_ref()), "{name}");
+        }
+        for name in ["video-1.webm", "in-progress.jsonl", "notes.json", "trace-1.trace"] {
+            assert!(!is_note(name.as_ref()), "{name}");
+        }
     }
 
     #[test]
