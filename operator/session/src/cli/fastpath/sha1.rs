@@ -1,57 +1,11 @@
 //! SHA-1, only to reproduce the CLI's registry key
 //! (`sha1(<playwright-core dir>).hex[..16]`); not used for anything secret.
-//! Hand-written because the `sha1` crate is not in the workspace's
-//! Cargo.lock (only `sha2`/`digest` are) and adding one needs a download;
-//! switch to `sha1::Sha1` once it is locked. The tests check the FIPS 180
-//! test vectors.
 
-/// The SHA-1 digest of `data`.
-pub fn digest(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0];
-    let bit_len = (data.len() as u64).wrapping_mul(8);
-    let mut message = data.to_vec();
-    message.push(0x80);
-    while message.len() % 64 != 56 {
-        message.push(0);
-    }
-    message.extend_from_slice(&bit_len.to_be_bytes());
-    for block in message.chunks_exact(64) {
-        let mut w = [0u32; 80];
-        for (i, word) in block.chunks_exact(4).enumerate() {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
-                20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
-                _ => (b ^ c ^ d, 0xCA62_C1D6),
-            };
-            let t = a.rotate_left(5).wrapping_add(f).wrapping_add(e).wrapping_add(k).wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (slot, v) in h.iter_mut().zip([a, b, c, d, e]) {
-            *slot = slot.wrapping_add(v);
-        }
-    }
-    let mut out = [0u8; 20];
-    for (i, word) in h.iter().enumerate() {
-        out[i * 4..i * 4 + 4].copy_from_slice(&word.to_be_bytes());
-    }
-    out
-}
+use ::sha1::{Digest as _, Sha1};
 
 /// Lower-case hex of the SHA-1 of `data`, as Node's `digest("hex")`.
 pub fn hex(data: &[u8]) -> String {
-    digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    Sha1::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
