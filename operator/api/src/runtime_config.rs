@@ -31,9 +31,9 @@ pub struct RuntimeConfig {
     /// launched with a loopback debugging port the relay forwards to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cdp_port: Option<u16>,
-    /// Snapshot retention by age.
+    /// Retention by age (snapshots and recordings).
     pub snapshot_max_age_seconds: i64,
-    /// Snapshot retention by count.
+    /// Retention by count, per kind (snapshots; recordings).
     pub snapshot_max_count: i32,
     /// The snapshot volume's size as the spec states it (an emptyDir's size
     /// limit, a created claim's size); absent for an existing claim, whose

@@ -349,15 +349,17 @@ pub struct SnapshotClaim {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Retention {
-    /// Delete snapshots older than this (seconds, default 3600).
+    /// Delete snapshots and recordings older than this (seconds, default 3600);
+    /// never the last-printed snapshot nor the recording in progress.
     #[serde(default = "default_max_age")]
     #[x_kube(validation = Rule::new("self > 0").message("spec.snapshots.retention.maxAgeSeconds must be positive"))]
     pub max_age_seconds: i64,
-    /// Keep at most this many snapshots (default 500).
+    /// Keep at most this many snapshots, and separately this many recordings
+    /// (default 500 each).
     #[serde(default = "default_max_count")]
     #[x_kube(validation = Rule::new("self > 0").message("spec.snapshots.retention.maxCount must be positive"))]
     pub max_count: i32,
-    /// Keep the volume's snapshots under this total size (default: 80% of
+    /// Keep the volume's snapshots and recordings under this total size (default: 80% of
     /// the volume; at most 90%, so a file still being written cannot fill it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_size: Option<Quantity>,
