@@ -1,7 +1,7 @@
 //! The plugin's typed errors. Each one's message is what the user reads;
 //! `anyhow` is used only in `main`.
 
-use crate::forbidden::Forbidden;
+use crate::rbac::Forbidden;
 
 /// Result with the plugin's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,7 +1,7 @@
 //! `kubectl playpen`: Playpen BrowserSessions from the command line, as a
 //! kubectl plugin. One module per concern: the command line (`cli`), the
-//! connection (`connect`), reading sessions (`sessions`), RBAC messages
-//! (`forbidden`), tables (`output`), commands in the Pod (`remote`), the
+//! connection (`connect`), reading sessions (`sessions`), RBAC rights and
+//! denials (`rbac`), API errors worded from them (`forbidden`), tables (`output`), commands in the Pod (`remote`), the
 //! port-forward listener (`tunnel`), and one module per subcommand
 //! (`commands/`).
 
@@ -12,6 +12,7 @@ pub mod duration;
 pub mod error;
 pub mod forbidden;
 pub mod output;
+pub mod rbac;
 pub mod remote;
 pub mod sessions;
 pub mod tunnel;

@@ -8,7 +8,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::connect::Cluster;
 use crate::error::{Error, Result};
-use crate::forbidden::{self, Attempt};
+use crate::forbidden;
+use crate::rbac::Attempt;
 
 /// Bytes buffered per stream between the WebSocket and the reader.
 const BUFFER: usize = 256 * 1024;

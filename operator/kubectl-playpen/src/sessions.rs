@@ -9,7 +9,8 @@ use playpen_api::{BrowserSession, BrowserSessionStatus};
 
 use crate::connect::Cluster;
 use crate::error::{Error, Result};
-use crate::forbidden::{self, Attempt};
+use crate::forbidden;
+use crate::rbac::Attempt;
 
 /// The BrowserSessions of `namespace`.
 pub fn api(cluster: &Cluster, namespace: &str) -> Api<BrowserSession> {

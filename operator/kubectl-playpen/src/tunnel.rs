@@ -19,7 +19,8 @@ use tokio::task::JoinSet;
 
 use crate::connect::Cluster;
 use crate::error::{Error, Result};
-use crate::forbidden::{self, Attempt};
+use crate::forbidden;
+use crate::rbac::Attempt;
 use crate::sessions;
 
 /// Opens one stream to the remote end per local connection.

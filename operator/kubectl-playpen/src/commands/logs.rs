@@ -8,7 +8,8 @@ use playpen_api::BrowserSession;
 use crate::cli::{Container, LogsArgs};
 use crate::connect::Cluster;
 use crate::error::{Error, Result};
-use crate::forbidden::{self, Attempt};
+use crate::forbidden;
+use crate::rbac::Attempt;
 use crate::sessions;
 
 /// Refuses the agent container when the session has no sidecar.

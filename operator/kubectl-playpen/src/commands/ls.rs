@@ -93,7 +93,7 @@ pub async fn run(cluster: &Cluster, args: LsArgs) -> Result<()> {
     let list = api.list(&ListParams::default()).await.map_err(|e| {
         sessions::api_error(
             e,
-            &crate::forbidden::Attempt::sessions("list", scope),
+            &crate::rbac::Attempt::sessions("list", scope),
             None,
             ns,
             format!("list BrowserSessions {what}"),

@@ -12,7 +12,8 @@ use playpen_api::BrowserSession;
 use crate::cli::{NewArgs, IMAGE_ENV};
 use crate::connect::Cluster;
 use crate::error::{Error, Result};
-use crate::forbidden::{self, Attempt};
+use crate::forbidden;
+use crate::rbac::Attempt;
 
 /// The field manager of objects the plugin creates.
 pub const FIELD_MANAGER: &str = "kubectl-playpen";

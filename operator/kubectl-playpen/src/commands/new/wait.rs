@@ -10,7 +10,7 @@ use playpen_api::BrowserSessionStatus;
 
 use crate::connect::Cluster;
 use crate::error::{Error, Result};
-use crate::forbidden::{self, Attempt};
+use crate::rbac::{is_forbidden, Attempt};
 use crate::sessions;
 
 /// What a status says about waiting.
@@ -76,7 +76,7 @@ fn watch_error(err: watcher::Error, ns: &str, name: &str) -> Option<Error> {
         _ => return None,
     };
     match &source {
-        kube::Error::Api(status) if forbidden::is_forbidden(status) || status.is_not_found() => {
+        kube::Error::Api(status) if is_forbidden(status) || status.is_not_found() => {
             Some(sessions::api_error(source, &Attempt::sessions("watch", Some(ns)), None, ns, format!("watch {name}")))
         }
         _ => {
