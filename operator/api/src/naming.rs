@@ -12,6 +12,16 @@ pub const APP_NAME: &str = "playpen-browser";
 pub const MANAGER: &str = "playpen-operator";
 /// Label naming the owning BrowserSession on every child.
 pub const SESSION_LABEL: &str = "playpen.dev/session";
+/// Label naming the BrowserPool a Pod was started for (kept after a claim).
+pub const POOL_LABEL: &str = "playpen.dev/pool";
+/// Label of a pool Pod: [`POOL_STATE_WARM`] until a session claims it, then [`POOL_STATE_CLAIMED`].
+pub const POOL_STATE_LABEL: &str = "playpen.dev/pool-state";
+/// An unclaimed pool Pod.
+pub const POOL_STATE_WARM: &str = "warm";
+/// A pool Pod a session took.
+pub const POOL_STATE_CLAIMED: &str = "claimed";
+/// Label with the hash of the pool template a Pod runs.
+pub const POOL_TEMPLATE_LABEL: &str = "playpen.dev/pool-template";
 
 /// Names of the child objects of one BrowserSession.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,8 +21,12 @@ struct Cli {
 enum Command {
     /// Run the controller (the default).
     Run(Box<RunArgs>),
-    /// Print the BrowserSession CustomResourceDefinition as YAML.
-    Crd,
+    /// Print a CustomResourceDefinition as YAML (BrowserSession by default).
+    Crd {
+        /// Which: browsersession or browserpool.
+        #[arg(long, default_value = "browsersession", value_parser = ["browsersession", "browserpool"])]
+        kind: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -106,8 +110,12 @@ impl RunArgs {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let args = match cli.command {
-        Some(Command::Crd) => {
-            print!("{}", playpen_operator::crd::crd_yaml().context("generating the CRD")?);
+        Some(Command::Crd { kind }) => {
+            let yaml = match kind.as_str() {
+                "browserpool" => playpen_operator::crd::pool_crd_yaml(),
+                _ => playpen_operator::crd::crd_yaml(),
+            };
+            print!("{}", yaml.context("generating the CRD")?);
             return Ok(());
         }
         Some(Command::Run(args)) => *args,

@@ -1,4 +1,5 @@
-//! Size bounds on every string, list and map of the BrowserSession schema.
+//! Size bounds on every string, list and map of the BrowserSession and
+//! BrowserPool schemas (a pool's `spec.template.*` takes `spec.*`'s bounds).
 //!
 //! Without them one tenant's object can be megabytes, every CEL rule's cost
 //! is unbounded, and a value the operator copies into a child (an image
@@ -172,6 +173,9 @@ pub fn limits() -> Vec<Limit> {
         path("status.socketNamespace", Length(16), "8 hex digits"),
         path("status.podReplacements.lastReason", Length(1024), "a Pod's reason, like a condition's"),
         path("status.podReplacements.lastTime", Length(64), "an RFC 3339 time"),
+        path("status.pool.time", Length(64), "an RFC 3339 time"),
+        path("status.selector", Length(1024), "a BrowserPool's label selector (three labels)"),
+        path("status.templateHash", Length(64), "a BrowserPool template's hash"),
         // Fields of embedded Kubernetes types (and ours with the same meaning).
         field("name", Length(253), DNS_NAME).shaped(DNS_SUBDOMAIN),
         field("claimName", Length(253), DNS_NAME).shaped(DNS_SUBDOMAIN),
@@ -249,6 +253,11 @@ fn is_bounded(schema: &Value, kind: Kind) -> bool {
 }
 
 fn lookup<'a>(limits: &'a [Limit], at: &str) -> Option<&'a Limit> {
+    // A BrowserPool's template is a BrowserSession spec's browser-defining part: the same bounds.
+    let at = &match at.strip_prefix("spec.template.") {
+        Some(rest) => format!("spec.{rest}"),
+        None => at.to_owned(),
+    };
     let last = at.rsplit('.').next().unwrap_or(at);
     let exact = limits.iter().find(|l| matches!(l.at, Selector::Path(p) if p == at));
     exact.or_else(|| limits.iter().find(|l| matches!(l.at, Selector::Field(f) if f == last)))

@@ -59,6 +59,8 @@ pub const DEFAULT_SNAPSHOT_MAX_COUNT: i32 = 500;
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
+    validation = Rule::new("has(self.pool) != (size(self.image) > 0)").message("set exactly one of spec.image (a browser image built by playpen-imagebuild) and spec.pool (a BrowserPool, whose template names the image)"),
+    validation = Rule::new("has(self.pool) == has(oldSelf.pool) && (!has(self.pool) || self.pool == oldSelf.pool)").message("spec.pool is immutable: the session's browser came from it; delete and re-create the BrowserSession"),
     validation = Rule::new("self.image == oldSelf.image").message("spec.image is immutable: a running browser cannot change its image; delete and re-create the BrowserSession"),
     validation = Rule::new("has(self.sessionName) == has(oldSelf.sessionName) && (!has(self.sessionName) || self.sessionName == oldSelf.sessionName)").message("spec.sessionName is immutable: agents and sockets are bound to it; delete and re-create the BrowserSession"),
     validation = Rule::new("self.sandbox == oldSelf.sandbox").message("spec.sandbox is immutable: the browser was launched under it; delete and re-create the BrowserSession"),
@@ -76,7 +78,8 @@ pub const DEFAULT_SNAPSHOT_MAX_COUNT: i32 = 500;
 pub struct BrowserSessionSpec {
     /// Browser image built by playpen-imagebuild (it contains Chromium, the
     /// pinned Node.js and playwright-cli, and /usr/local/bin/playpen-session).
-    #[x_kube(validation = Rule::new("size(self) > 0").message("spec.image must name a browser image built by playpen-imagebuild"))]
+    /// Empty when `pool` names a BrowserPool, whose template names it.
+    #[serde(default)]
     pub image: String,
 
     /// Image pull policy of the browser container (and of the agent sidecar).
@@ -159,6 +162,14 @@ pub struct BrowserSessionSpec {
     /// snapshot volume under `recordings/`, finalised on a graceful close.
     #[serde(default)]
     pub recording: Recording,
+
+    /// Take a warm browser from this BrowserPool instead of starting one
+    /// (then `image` stays empty: the pool's template defines the browser).
+    /// A session with auth state, a profile, recording or an agent sidecar
+    /// starts cold from the pool's template, and its `PoolClaimed`
+    /// condition says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<super::pool::PoolRef>,
 }
 
 /// What the session records, with the CLI's own `video-start` and `tracing-start`.

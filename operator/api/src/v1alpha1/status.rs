@@ -45,6 +45,21 @@ pub struct BrowserSessionStatus {
     /// Browser Pods the operator replaced after they failed or were evicted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_replacements: Option<PodReplacements>,
+    /// Where the browser came from, for a session with `spec.pool`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolClaimStatus>,
+}
+
+/// How a session with `spec.pool` got its browser.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolClaimStatus {
+    /// The BrowserPool.
+    pub name: String,
+    /// Whether the Pod is a warm one claimed from the pool (`false`: a cold start).
+    pub claimed: bool,
+    /// When the operator claimed the Pod (or decided on a cold start).
+    pub time: Time,
 }
 
 /// Browser Pods the operator replaced, and whether it gave up.
@@ -153,4 +168,7 @@ pub mod condition {
     pub const SANDBOX_ENFORCED: &str = "SandboxEnforced";
     /// The egress policy in force: reason = mode, message = what the browser may reach.
     pub const EGRESS_POLICY: &str = "EgressPolicy";
+    /// For a session with `spec.pool`: True when its browser is a warm Pod
+    /// claimed from the pool; False (with the reason) when it started cold.
+    pub const POOL_CLAIMED: &str = "PoolClaimed";
 }

@@ -372,6 +372,7 @@ pub fn compute(
         )),
         restarts: observed.pod.and_then(browser_container).map(|c| c.restart_count),
         pod_replacements: replacements,
+        pool: None,
     }
 }
 
