@@ -22,6 +22,12 @@ pub const POOL_STATE_WARM: &str = "warm";
 pub const POOL_STATE_CLAIMED: &str = "claimed";
 /// Label with the hash of the pool template a Pod runs.
 pub const POOL_TEMPLATE_LABEL: &str = "playpen.dev/pool-template";
+/// Annotation of a pool Pod: the warm name its children were built for.
+pub const WARM_NAME_ANNOTATION: &str = "playpen.dev/warm-name";
+/// Annotation of a pool Pod: its playwright-cli session name.
+pub const SESSION_NAME_ANNOTATION: &str = "playpen.dev/session-name";
+/// Annotation of a pool Pod: its socket namespace.
+pub const SOCKET_NAMESPACE_ANNOTATION: &str = "playpen.dev/socket-namespace";
 
 /// Names of the child objects of one BrowserSession.
 #[derive(Debug, Clone, PartialEq, Eq)]
