@@ -90,19 +90,25 @@ pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: boo
             source: Box::new(source),
         })
     };
-    let (existing, ..) = futures::try_join!(
-        existing,
+    let (existing, ()) = futures::try_join!(existing, apply_all_but_the_pod(to, children))?;
+    match existing {
+        Some(pod) => Ok(Some(pod)),
+        None if create_pod => apply(to, &children.pod).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Applies every child but the Pod, in parallel: what a Pod mounts or is
+/// isolated by (for a session whose Pod came from a pool, all there is to apply).
+pub async fn apply_all_but_the_pod(to: Target<'_>, children: &Children) -> Result<()> {
+    futures::try_join!(
         apply_opt(to, children.launch_secret.as_ref()),
         apply(to, &children.runtime_config),
         apply_opt(to, children.snapshot_claim.as_ref()),
         apply(to, &children.network_policy),
         apply_viewer_service(to, children.viewer_service.as_ref()),
     )?;
-    match existing {
-        Some(pod) => Ok(Some(pod)),
-        None if create_pod => apply(to, &children.pod).await.map(Some),
-        None => Ok(None),
-    }
+    Ok(())
 }
 
 /// The viewer Service, with its ports exactly as built. Server-side apply

@@ -27,6 +27,7 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::{info, instrument, warn};
 
 use crate::children::{self, Identity, Settings};
+use crate::claim::{self, Refusal, Source};
 use crate::error::{Error, Result};
 use crate::leader::Fence;
 use crate::metrics::{Metrics, PhaseLabels};
@@ -143,40 +144,43 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         // runtime closes the browser on SIGTERM.
         return Ok(Action::await_change());
     }
-    // validate
-    let id = Identity::of(&bs)?;
-    let missing = validate::missing_references(&ctx.client, &bs, &id.namespace).await?;
-    // build
-    let children = children::build(&bs, &id, &ctx.settings)?;
-    // apply
+    let session_id = Identity::of(&bs)?;
     let now = Timestamp::now();
+    let target = apply::Target { client: &ctx.client, fence: &ctx.fence, namespace: &session_id.namespace };
+    // claim: a pooled session runs the pool's template, maybe in a warm Pod
+    let pooled = match &bs.spec.pool {
+        None => None,
+        Some(pool_ref) => match claim::resolve(target, &bs, &session_id, pool_ref, &ctx.settings).await? {
+            Ok(pooled) => Some(pooled),
+            Err(refusal) => return refuse(&ctx, &bs, &session_id, &refusal, now).await,
+        },
+    };
+    let (session, id) = pooled.as_ref().map_or((&*bs, &session_id), |p| (&p.session, &p.id));
+    // validate
+    let missing = validate::missing_references(&ctx.client, session, &id.namespace).await?;
+    // build
+    let children = children::build(session, id, &ctx.settings)?;
+    // apply
     let done = bs.status.as_ref().and_then(|s| s.pod_replacements.as_ref());
     let gave_up = done.is_some_and(|d| d.gave_up);
-    let target = apply::Target { client: &ctx.client, fence: &ctx.fence, namespace: &id.namespace };
-    let pod = apply::apply_children(target, &children, missing.is_empty() && !gave_up).await?;
+    let pod = match pooled.as_ref().map(|p| &p.source) {
+        Some(Source::Claimed(pod)) => {
+            apply::apply_all_but_the_pod(target, &children).await?;
+            Some((**pod).clone())
+        }
+        _ => apply::apply_children(target, &children, missing.is_empty() && !gave_up).await?,
+    };
     // recovery
     let recovery = recovery::decide(pod.as_ref(), done, ctx.recovery, now);
     recover(&ctx, &bs, target, pod.as_ref(), &recovery, gave_up).await?;
     // status
     let observed = Observed { missing: &missing, pod: pod.as_ref(), recovery: &recovery };
-    let new = status::compute(&bs, &id, observed, &ctx.settings.egress, now);
-    publish_events(&ctx, &bs, &id, &new).await;
-    if bs.status.as_ref() != Some(&new) {
-        if !ctx.fence.is_open() {
-            return Err(Error::NotLeader);
-        }
-        let api: Api<BrowserSession> = Api::namespaced(ctx.client.clone(), &id.namespace);
-        let patch = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "status": new});
-        api.patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch)).await.map_err(
-            |source| Error::Kube {
-                action: "patch status",
-                kind: "BrowserSession",
-                namespace: id.namespace.clone(),
-                name: id.name.clone(),
-                source: Box::new(source),
-            },
-        )?;
+    let mut new = status::compute(session, id, observed, &ctx.settings.egress, now);
+    if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
+        status::pool::record_source(&mut new, &pool_ref.name, &pooled.source, now);
     }
+    publish_events(&ctx, &bs, id, &new).await;
+    write_status(&ctx, &bs, id, new.clone()).await?;
     ctx.failures.lock().map(|mut f| f.remove(&key(&bs))).ok();
     Ok(match (&recovery, new.phase) {
         (Recovery::Wait { until, .. }, _) => {
@@ -187,6 +191,45 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         (_, Some(Phase::Failed)) if !missing.is_empty() => Action::requeue(Duration::from_secs(10)),
         _ => Action::requeue(Duration::from_secs(300)),
     })
+}
+
+/// A pooled session that cannot run: its status says why; the pool (not
+/// watched from here) is looked for again soon.
+async fn refuse(
+    ctx: &Context,
+    bs: &BrowserSession,
+    id: &Identity,
+    refusal: &Refusal,
+    now: Timestamp,
+) -> Result<Action> {
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None };
+    let mut new = status::compute(bs, id, observed, &ctx.settings.egress, now);
+    let previous = bs.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+    status::pool::refuse(&mut new, refusal, &previous, now);
+    write_status(ctx, bs, id, new).await?;
+    Ok(Action::requeue(Duration::from_secs(10)))
+}
+
+/// Writes `new` as the session's status when it differs from the stored one.
+async fn write_status(ctx: &Context, bs: &BrowserSession, id: &Identity, new: BrowserSessionStatus) -> Result<()> {
+    if bs.status.as_ref() == Some(&new) {
+        return Ok(());
+    }
+    if !ctx.fence.is_open() {
+        return Err(Error::NotLeader);
+    }
+    let api: Api<BrowserSession> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    let patch = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "status": new});
+    api.patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch)).await.map_err(
+        |source| Error::Kube {
+            action: "patch status",
+            kind: "BrowserSession",
+            namespace: id.namespace.clone(),
+            name: id.name.clone(),
+            source: Box::new(source),
+        },
+    )?;
+    Ok(())
 }
 
 /// Carries out the recovery decision: deletes a failed (or budget-spent,

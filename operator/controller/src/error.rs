@@ -36,11 +36,11 @@ pub enum Error {
     /// The spec cannot be turned into children (admission should have refused it).
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
-    /// The reconcile of this object panicked (a bug): caught, so that one
-    /// object cannot stop the operator for every other session.
     /// This replica's leadership term ended (or never began): it may not write.
     #[error("not writing: this replica does not hold the leader Lease (its term ended)")]
     NotLeader,
+    /// The reconcile of this object panicked (a bug): caught, so that one
+    /// object cannot stop the operator for every other session.
     #[error("reconcile panicked (a bug in playpen-operator; please report it): {0}")]
     Panicked(String),
 }

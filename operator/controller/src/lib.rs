@@ -3,6 +3,7 @@
 //! Service and NetworkPolicy.
 //!
 //! Phases, one module each: [`validate`] (dereference what the spec names)
+//! → [`claim`] (a pooled session's warm Pod, or its cold start)
 //! → [`children`] (pure objects) → [`apply`] (server-side apply) →
 //! [`recovery`] (pure: replace a failed Pod, or give up) →
 //! [`status`] (pure status from what the cluster reports). [`controller`]
@@ -11,6 +12,7 @@
 
 pub mod apply;
 pub mod children;
+pub mod claim;
 pub mod controller;
 pub mod crd;
 pub mod error;

@@ -134,7 +134,6 @@ impl SessionTemplate {
         digest.iter().map(|b| format!("{b:02x}")).collect::<String>()[..TEMPLATE_HASH_HEX].to_owned()
     }
 
-
     /// The BrowserSession spec a pool Pod is built from: the template, and
     /// no egress at all while it waits (a warm browser loads nothing; its
     /// session's own NetworkPolicy takes over when it is claimed).

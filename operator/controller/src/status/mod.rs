@@ -401,6 +401,8 @@ fn settle(c: Cond, previous: &[Condition], generation: Option<i64>, now: Timesta
     }
 }
 
+pub mod pool;
+
 #[cfg(test)]
 mod properties;
 #[cfg(test)]

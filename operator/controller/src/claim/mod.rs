@@ -1,0 +1,258 @@
+//! A BrowserSession with `spec.pool`: its browser is a warm Pod of the
+//! BrowserPool, taken in place, or (when the pool has none ready, or the
+//! session brings what a warm browser cannot take) a cold start from the
+//! pool's template.
+//!
+//! The claim is one merge patch of the Pod with its `resourceVersion` as a
+//! precondition: labels to the session, owner to the session. Two sessions
+//! racing for one Pod (a burst, two operator replicas) cannot both win: the
+//! second patch carries a stale `resourceVersion` and gets 409, and tries
+//! the next Pod. The session's NetworkPolicy exists before the Pod's labels
+//! change, so a claimed browser is never without its egress policy.
+
+pub mod effective;
+pub mod pick;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use playpen_api::naming::{
+    ChildNames, MANAGER, POOL_LABEL, POOL_STATE_CLAIMED, POOL_STATE_LABEL, POOL_STATE_WARM, SESSION_LABEL,
+    SESSION_NAME_ANNOTATION, SOCKET_NAMESPACE_ANNOTATION, WARM_NAME_ANNOTATION,
+};
+use playpen_api::v1alpha1::{BrowserPool, PoolRef};
+use playpen_api::BrowserSession;
+use serde_json::json;
+
+use crate::apply::Target;
+use crate::children::{child_labels, Identity, Settings, COMPONENT_BROWSER};
+use crate::error::{Error, Result};
+
+/// How a pooled session got its browser.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A warm Pod taken from the pool (now the session's).
+    Claimed(Box<Pod>),
+    /// A cold start from the pool's template, and why.
+    Cold(String),
+}
+
+/// A pooled session, resolved.
+#[derive(Debug, Clone)]
+pub struct Pooled {
+    /// The session as it runs: its own metadata, the effective spec.
+    pub session: BrowserSession,
+    /// The identity its children and status use (a claimed Pod keeps its
+    /// own Pod, Secret and ConfigMap names, session name and sockets).
+    pub id: Identity,
+    /// Where the browser comes from.
+    pub source: Source,
+}
+
+/// Why a pooled session cannot run at all (said in `ConfigResolved`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The BrowserPool does not exist.
+    PoolNotFound(String),
+    /// Fields the pool's template defines are set on the session.
+    TemplateConflict(Vec<&'static str>),
+}
+
+impl Refusal {
+    /// The condition reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::PoolNotFound(_) => "PoolNotFound",
+            Self::TemplateConflict(_) => "PoolTemplateConflict",
+        }
+    }
+
+    /// The condition message: the field and the fix.
+    pub fn message(&self) -> String {
+        match self {
+            Self::PoolNotFound(name) => format!(
+                "spec.pool.name: no BrowserPool {name:?} in this namespace; create it or name an existing one \
+                 (kubectl get browserpools)"
+            ),
+            Self::TemplateConflict(fields) => format!(
+                "{} set on a session with spec.pool: the pool's template defines the browser; remove {} or drop \
+                 spec.pool and name an image",
+                fields.join(", "),
+                if fields.len() == 1 { "it" } else { "them" }
+            ),
+        }
+    }
+}
+
+fn kube_error(action: &'static str, kind: &'static str, ns: &str, name: &str) -> impl FnOnce(kube::Error) -> Error {
+    let (namespace, name) = (ns.to_owned(), name.to_owned());
+    move |source| Error::Kube { action, kind, namespace, name, source: Box::new(source) }
+}
+
+/// Resolves a pooled session: its effective spec, and the browser it has,
+/// claims or will start cold.
+pub async fn resolve(
+    to: Target<'_>,
+    bs: &BrowserSession,
+    id: &Identity,
+    pool_ref: &PoolRef,
+    settings: &Settings,
+) -> Result<std::result::Result<Pooled, Refusal>> {
+    let ns = to.namespace;
+    let pools: Api<BrowserPool> = Api::namespaced(to.client.clone(), ns);
+    let Some(pool) =
+        pools.get_opt(&pool_ref.name).await.map_err(kube_error("get", "BrowserPool", ns, &pool_ref.name))?
+    else {
+        return Ok(Err(Refusal::PoolNotFound(pool_ref.name.clone())));
+    };
+    let conflicts = effective::template_conflicts(&bs.spec);
+    if !conflicts.is_empty() {
+        return Ok(Err(Refusal::TemplateConflict(conflicts)));
+    }
+    let mut session = bs.clone();
+    session.spec = effective::effective_spec(&pool.spec.template, &bs.spec);
+    let uid = bs.meta().uid.clone().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
+    let mine = ListParams::default().labels(&format!("{SESSION_LABEL}={}", id.name));
+    let own = pods.list(&mine).await.map_err(kube_error("list", "Pod", ns, &id.name))?.items;
+    let own = own.into_iter().find(|p| p.owner_references().iter().any(|o| o.uid == uid && o.controller == Some(true)));
+    let source = match own {
+        Some(pod) if is_claimed(&pod) => {
+            // Again on every reconcile: an operator stopped between the claim
+            // and this leaves the pool as their owner (no-op patches otherwise).
+            rehome(to, &claimed_identity(id, &pod)).await?;
+            Source::Claimed(Box::new(pod))
+        }
+        Some(_) => Source::Cold(previous_cold_reason(bs)),
+        None => match effective::cold_start_reason(&bs.spec) {
+            Some(reason) => Source::Cold(reason),
+            None => match claim(to, &pool, bs, id, &session, settings).await? {
+                Some(pod) => Source::Claimed(Box::new(pod)),
+                None => Source::Cold(format!(
+                    "BrowserPool {:?} had no ready browser of its current template; this session started cold",
+                    pool_ref.name
+                )),
+            },
+        },
+    };
+    let id = match &source {
+        Source::Claimed(pod) => claimed_identity(id, pod),
+        Source::Cold(_) => id.clone(),
+    };
+    Ok(Ok(Pooled { session, id, source }))
+}
+
+fn is_claimed(pod: &Pod) -> bool {
+    pod.labels().get(POOL_STATE_LABEL).map(String::as_str) == Some(POOL_STATE_CLAIMED)
+}
+
+/// The cold start's reason as the last status said it.
+fn previous_cold_reason(bs: &BrowserSession) -> String {
+    bs.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == playpen_api::v1alpha1::condition::POOL_CLAIMED))
+        .map(|c| c.message.clone())
+        .unwrap_or_else(|| "this session started cold".to_owned())
+}
+
+/// The session's identity with the claimed Pod's own names: its Pod, Secret
+/// and ConfigMap (built for the warm name), its CLI session and sockets. The
+/// Service and NetworkPolicy stay the session's.
+pub fn claimed_identity(id: &Identity, pod: &Pod) -> Identity {
+    let annotation = |key: &str| pod.annotations().get(key).cloned();
+    let warm = annotation(WARM_NAME_ANNOTATION).unwrap_or_else(|| id.name.clone());
+    let warm_names = ChildNames::for_session(&warm);
+    Identity {
+        session_name: annotation(SESSION_NAME_ANNOTATION).unwrap_or_else(|| id.session_name.clone()),
+        socket_namespace: annotation(SOCKET_NAMESPACE_ANNOTATION).unwrap_or_else(|| id.socket_namespace.clone()),
+        names: ChildNames {
+            pod: pod.name_any(),
+            launch_secret: warm_names.launch_secret,
+            runtime_config: warm_names.runtime_config,
+            ..id.names.clone()
+        },
+        ..id.clone()
+    }
+}
+
+/// A number from the session's UID that spreads a burst of claims over
+/// the pool's Pods.
+fn salt(bs: &BrowserSession) -> u64 {
+    let uid = bs.meta().uid.as_deref().unwrap_or_default();
+    uid.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Takes a ready warm Pod for the session, if the pool has one: the
+/// session's NetworkPolicy first, then the Pod (labels and owner, under its
+/// resourceVersion), then its Secret and ConfigMap's owner.
+async fn claim(
+    to: Target<'_>,
+    pool: &BrowserPool,
+    bs: &BrowserSession,
+    id: &Identity,
+    session: &BrowserSession,
+    settings: &Settings,
+) -> Result<Option<Pod>> {
+    let ns = to.namespace;
+    let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
+    let pool_name = pool.name_any();
+    let warm = ListParams::default().labels(&format!("{POOL_LABEL}={pool_name},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
+    let candidates = pods.list(&warm).await.map_err(kube_error("list", "Pod", ns, &pool_name))?.items;
+    let hash = pool.spec.template.hash();
+    let order = pick::order(&candidates, &hash, salt(bs));
+    if order.is_empty() {
+        return Ok(None);
+    }
+    // The egress policy the session asks for, in place before any Pod carries its labels.
+    let children = crate::children::build(session, id, settings)?;
+    crate::apply::apply(to, &children.network_policy).await?;
+    for candidate in order {
+        if !to.fence.is_open() {
+            return Err(Error::NotLeader);
+        }
+        let name = candidate.name_any();
+        let mut labels = child_labels(&id.name, COMPONENT_BROWSER);
+        labels.insert(POOL_LABEL.to_owned(), pool_name.clone());
+        labels.insert(POOL_STATE_LABEL.to_owned(), POOL_STATE_CLAIMED.to_owned());
+        let patch = json!({"metadata": {
+            "resourceVersion": candidate.resource_version(),
+            "labels": labels,
+            "ownerReferences": [id.owner],
+        }});
+        let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
+        match pods.patch(&name, &params, &Patch::Merge(&patch)).await {
+            Ok(pod) => {
+                rehome(to, &claimed_identity(id, &pod)).await?;
+                return Ok(Some(pod));
+            }
+            // Another session took it first, or it is gone: the next one.
+            Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => continue,
+            Err(source) => return Err(kube_error("claim", "Pod", ns, &name)(source)),
+        }
+    }
+    Ok(None)
+}
+
+/// Gives the claimed Pod's Secret and ConfigMap to the session (one
+/// controller owner each: the pool's is replaced, so deleting the pool
+/// leaves them and deleting the session removes them).
+pub async fn rehome(to: Target<'_>, claimed: &Identity) -> Result<()> {
+    if !to.fence.is_open() {
+        return Err(Error::NotLeader);
+    }
+    let patch = json!({"metadata": {"ownerReferences": [claimed.owner], "labels": {SESSION_LABEL: claimed.name}}});
+    let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
+    let ns = to.namespace;
+    let secrets: Api<Secret> = Api::namespaced(to.client.clone(), ns);
+    let maps: Api<ConfigMap> = Api::namespaced(to.client.clone(), ns);
+    let secret = &claimed.names.launch_secret;
+    match secrets.patch(secret, &params, &Patch::Merge(&patch)).await {
+        // A pool whose template names its own launch config Secret made none.
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(source) => return Err(kube_error("re-own", "Secret", ns, secret)(source)),
+    }
+    let map = &claimed.names.runtime_config;
+    maps.patch(map, &params, &Patch::Merge(&patch)).await.map_err(kube_error("re-own", "ConfigMap", ns, map))?;
+    Ok(())
+}
