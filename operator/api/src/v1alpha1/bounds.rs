@@ -155,7 +155,7 @@ pub fn limits() -> Vec<Limit> {
         path("spec.pod.nodeSelector{}", Length(63), LABEL_VALUE).shaped(LABEL_VALUE_SHAPE),
         path("spec.pod.tolerations", Items(64), "tolerations of one Pod"),
         path("spec.pod.tolerations[].value", Length(63), LABEL_VALUE).shaped(LABEL_VALUE_SHAPE),
-        path("status.conditions", Items(16), "the operator writes one of each type (seven today)"),
+        path("status.conditions", Items(16), "the operator writes one of each type (eight today)"),
         path("status.conditions[].message", Length(32_768), "metav1.Condition's own bound"),
         path("status.conditions[].reason", Length(1024), "metav1.Condition's own bound"),
         path("status.conditions[].type", Length(316), "metav1.Condition's own bound"),
