@@ -22,6 +22,8 @@ use tokio::sync::OnceCell;
 
 /// Path of the committed CRD, relative to this crate.
 pub const CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browsersession.yaml");
+/// The committed BrowserPool CRD.
+pub const POOL_CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browserpool.yaml");
 
 /// The admin kubeconfig of the test control plane. Fails loudly when none is running.
 pub fn kubeconfig_path() -> anyhow::Result<String> {
@@ -95,27 +97,37 @@ pub fn kubectl_plugin_command(args: &[&str]) -> anyhow::Result<tokio::process::C
 }
 
 static CRD: OnceCell<()> = OnceCell::const_new();
+static POOL_CRD: OnceCell<()> = OnceCell::const_new();
 
 /// Installs the committed CRD once per test binary and waits until it is served.
 pub async fn ensure_crd(client: &Client) -> anyhow::Result<()> {
-    CRD.get_or_try_init(|| async {
-        let text = std::fs::read_to_string(CRD_PATH).context("reading the committed CRD")?;
-        let crd: CustomResourceDefinition = serde_yaml::from_str(&text)?;
-        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-        api.patch("browsersessions.playpen.dev", &PatchParams::apply("playpen-tests").force(), &Patch::Apply(&crd))
-            .await
-            .context("applying the CRD")?;
-        wait_crd_established(client).await
-    })
-    .await
-    .copied()
+    CRD.get_or_try_init(|| install_crd(client, CRD_PATH, "browsersessions.playpen.dev")).await.copied()
+}
+
+/// Installs the committed BrowserPool CRD once per test binary and waits until it is served.
+pub async fn ensure_pool_crd(client: &Client) -> anyhow::Result<()> {
+    POOL_CRD.get_or_try_init(|| install_crd(client, POOL_CRD_PATH, "browserpools.playpen.dev")).await.copied()
+}
+
+async fn install_crd(client: &Client, path: &str, name: &str) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the committed CRD {path}"))?;
+    let crd: CustomResourceDefinition = serde_yaml::from_str(&text)?;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(name, &PatchParams::apply("playpen-tests").force(), &Patch::Apply(&crd))
+        .await
+        .with_context(|| format!("applying the CRD {name}"))?;
+    wait_established(client, name).await
 }
 
 /// Waits until the BrowserSession CRD is served.
 pub async fn wait_crd_established(client: &Client) -> anyhow::Result<()> {
+    wait_established(client, "browsersessions.playpen.dev").await
+}
+
+async fn wait_established(client: &Client, name: &str) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     eventually(Duration::from_secs(30), || async {
-        let crd = api.get("browsersessions.playpen.dev").await?;
+        let crd = api.get(name).await?;
         let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
         if conditions.iter().any(|c| c.type_ == "Established" && c.status == "True") {
             Ok(())

@@ -1,0 +1,242 @@
+//! Sessions that name a BrowserPool, against a real kube-apiserver: a
+//! ready warm Pod is claimed in place and the pool replenishes; a burst of
+//! claims from two operator replicas never shares a Pod (the extra sessions
+//! start cold and say so); what a warm browser cannot take sends a session
+//! cold; a missing pool or a template field set on the session fails it.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context as _};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL, SESSION_LABEL};
+use playpen_api::runtime_config::RuntimeConfig;
+use playpen_api::v1alpha1::{condition, BrowserPool};
+use playpen_api::{BrowserSession, BrowserSessionStatus};
+use playpen_tests::{client, ensure_crd, ensure_pool_crd, eventually, RunningOperator, TestNamespace};
+use serde_json::json;
+
+use crate::{after_scheduler_verdict, container, create, session, set_pod_status};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn create_pool(client: &Client, ns: &str, name: &str, min_ready: i32) -> anyhow::Result<()> {
+    let pool: BrowserPool = serde_json::from_value(json!({
+        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool", "metadata": {"name": name},
+        "spec": {"minReady": min_ready, "template": {"image": "playpen/browser:pool", "imagePullPolicy": "Never",
+            "launchConfig": {"executablePath": "/usr/bin/chromium"}}}
+    }))?;
+    Api::<BrowserPool>::namespaced(client.clone(), ns).create(&PostParams::default(), &pool).await?;
+    Ok(())
+}
+
+/// The pool's Pods in `state` (`warm` or `claimed`).
+async fn pool_pods(pods: &Api<Pod>, pool: &str, state: &str) -> anyhow::Result<Vec<Pod>> {
+    let selector = format!("{POOL_LABEL}={pool},{POOL_STATE_LABEL}={state}");
+    Ok(pods.list(&ListParams::default().labels(&selector)).await?.items)
+}
+
+/// Waits for `n` warm Pods of `pool` and marks them ready as a kubelet would.
+async fn ready_warm_pods(pods: &Api<Pod>, pool: &str, n: usize) -> anyhow::Result<Vec<String>> {
+    let warm = eventually(WAIT, || async {
+        let warm = pool_pods(pods, pool, "warm").await?;
+        ensure!(warm.len() >= n, "{} of {n} warm Pods so far", warm.len());
+        Ok(warm)
+    })
+    .await?;
+    let mut names = Vec::new();
+    for pod in warm.iter().take(n) {
+        let name = pod.name_any();
+        after_scheduler_verdict(pods, &name).await;
+        set_pod_status(
+            pods,
+            &name,
+            json!({"phase": "Running",
+                "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+                "containerStatuses": [container(true, 0, json!({"running": {}}), json!({}))]}),
+        )
+        .await?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+async fn status_when(
+    sessions: &Api<BrowserSession>,
+    name: &str,
+    what: &str,
+    done: impl Fn(&BrowserSessionStatus) -> bool,
+) -> anyhow::Result<BrowserSessionStatus> {
+    eventually(WAIT, || async {
+        let status = sessions.get(name).await?.status.context("no status yet")?;
+        ensure!(done(&status), "{name}: not yet {what}: {:?}", status.conditions);
+        Ok(status)
+    })
+    .await
+}
+
+fn pool_claimed(status: &BrowserSessionStatus) -> Option<(String, String, String)> {
+    let c = status.conditions.iter().find(|c| c.type_ == condition::POOL_CLAIMED)?;
+    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+#[tokio::test]
+async fn a_session_claims_a_ready_warm_pod_in_place_and_the_pool_replenishes() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    ensure_pool_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "claim").await?;
+    let n = ns.name.as_str();
+    let _op = RunningOperator::start(&client, n, None).await?;
+    create_pool(&client, n, "agents", 2).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    let ready = ready_warm_pods(&pods, "agents", 2).await?;
+
+    create(&client, n, session("task", json!({"pool": {"name": "agents"}, "idleTimeoutSeconds": 77}))).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let status = status_when(&sessions, "task", "claimed", |s| s.pool.as_ref().is_some_and(|p| p.claimed)).await?;
+    let pod_name = status.pod_name.clone().context("status.podName")?;
+    ensure!(ready.contains(&pod_name), "{pod_name} is not one of the ready warm Pods {ready:?}");
+    let claimed = pool_claimed(&status).context("PoolClaimed")?;
+    ensure!(claimed.0 == "True" && claimed.1 == "Claimed" && claimed.2.contains(&pod_name), "{claimed:?}");
+
+    // The Pod is the session's now: labels, one owner, nothing restarted.
+    let pod = pods.get(&pod_name).await?;
+    let uid = sessions.get("task").await?.uid().context("uid")?;
+    ensure!(pod.labels().get(SESSION_LABEL).map(String::as_str) == Some("task"), "{:?}", pod.labels());
+    ensure!(pod.labels().get(POOL_STATE_LABEL).map(String::as_str) == Some("claimed"), "{:?}", pod.labels());
+    let owners = pod.owner_references();
+    ensure!(owners.len() == 1 && owners[0].uid == uid, "owners of the claimed Pod: {owners:?}");
+    // Its ConfigMap is the session's, with the session's own policy.
+    let warm = pod.annotations().get(playpen_api::naming::WARM_NAME_ANNOTATION).context("warm name")?.clone();
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), n);
+    let map = maps.get(&format!("{warm}-runtime")).await?;
+    ensure!(map.owner_references().iter().all(|o| o.uid == uid), "{:?}", map.owner_references());
+    let runtime: RuntimeConfig =
+        serde_json::from_str(map.data.as_ref().and_then(|d| d.get("runtime.json")).context("runtime.json")?)?;
+    ensure!(runtime.idle_timeout_seconds == Some(77), "runtime.json: {runtime:?}");
+    ensure!(status.session_name.as_deref() == Some(runtime.session_name.as_str()), "the warm Pod's CLI session");
+    // The session's Service and NetworkPolicy select it by the session's labels.
+    let service = Api::<Service>::namespaced(client.clone(), n).get("task-view").await?;
+    let selector = service.spec.and_then(|s| s.selector).unwrap_or_default();
+    ensure!(selector.iter().all(|(k, v)| pod.labels().get(k) == Some(v)), "{selector:?} vs {:?}", pod.labels());
+    Api::<NetworkPolicy>::namespaced(client.clone(), n).get("task-isolate").await?;
+
+    // The pool makes up for it: two unclaimed Pods again, one claimed counted.
+    eventually(WAIT, || async {
+        let warm = pool_pods(&pods, "agents", "warm").await?;
+        let pool = Api::<BrowserPool>::namespaced(client.clone(), n).get("agents").await?;
+        let claimed = pool.status.map(|s| s.claimed).unwrap_or_default();
+        ensure!(warm.len() == 2 && claimed == 1, "{} warm, {claimed} claimed", warm.len());
+        ensure!(warm.iter().all(|p| p.name_any() != pod_name), "the claimed Pod is back in the pool");
+        Ok(())
+    })
+    .await?;
+
+    // Deleting the session deletes its Pod (never returned to the pool).
+    sessions.delete("task", &DeleteParams::foreground()).await?;
+    eventually(WAIT, || async {
+        if pods.get_opt(&pod_name).await?.is_some() {
+            bail!("{pod_name} outlives its session");
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_burst_from_two_operator_replicas_never_hands_one_pod_to_two_sessions() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    ensure_pool_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "burst").await?;
+    let n = ns.name.as_str();
+    // Two replicas with no leader election: both reconcile every session.
+    let _a = RunningOperator::start(&client, n, None).await?;
+    let _b = RunningOperator::start(&client, n, None).await?;
+    create_pool(&client, n, "burst", 3).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    ready_warm_pods(&pods, "burst", 3).await?;
+
+    let names: Vec<String> = (0..8).map(|i| format!("s{i}")).collect();
+    let creates = names.iter().map(|name| create(&client, n, session(name, json!({"pool": {"name": "burst"}}))));
+    for created in futures::future::join_all(creates).await {
+        created?;
+    }
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let mut claimed = Vec::new();
+    let mut cold = Vec::new();
+    for name in &names {
+        let status = status_when(&sessions, name, "placed", |s| s.pool.is_some() && s.pod_name.is_some()).await?;
+        let pod = status.pod_name.clone().context("podName")?;
+        if status.pool.as_ref().is_some_and(|p| p.claimed) {
+            claimed.push(pod);
+        } else {
+            let reason = pool_claimed(&status).context("PoolClaimed")?;
+            ensure!(reason.1 == "PoolEmpty", "{name} started cold for {reason:?}");
+            ensure!(pod == format!("{name}-browser"), "a cold start's Pod is the session's own: {pod}");
+            cold.push(pod);
+        }
+    }
+    let distinct: BTreeSet<&String> = claimed.iter().collect();
+    ensure!(distinct.len() == claimed.len(), "one Pod claimed twice: {claimed:?}");
+    // Replacements never become ready here (no kubelet): exactly the three ready ones are taken.
+    ensure!(claimed.len() == 3 && cold.len() == 5, "claimed {claimed:?}, cold {cold:?}");
+    for pod in &claimed {
+        let owners = pods.get(pod).await?.owner_references().to_vec();
+        ensure!(owners.len() == 1, "{pod} has owners {owners:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn what_a_warm_browser_cannot_take_goes_cold_and_contradictions_fail_by_field() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    ensure_pool_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "cold").await?;
+    let n = ns.name.as_str();
+    let _op = RunningOperator::start(&client, n, None).await?;
+    create_pool(&client, n, "warm", 1).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    ready_warm_pods(&pods, "warm", 1).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+
+    create(&client, n, session("traced", json!({"pool": {"name": "warm"}, "recording": {"trace": true}}))).await?;
+    let status = status_when(&sessions, "traced", "placed", |s| s.pool.is_some()).await?;
+    let reason = pool_claimed(&status).context("PoolClaimed")?;
+    ensure!(reason.0 == "False" && reason.1 == "NeedsColdStart", "{reason:?}");
+    ensure!(reason.2.starts_with("spec.recording"), "{reason:?}");
+    let cold = pods.get("traced-browser").await?;
+    let image = cold.spec.and_then(|s| s.containers.into_iter().next()).and_then(|c| c.image);
+    ensure!(image.as_deref() == Some("playpen/browser:pool"), "the cold start runs the template: {image:?}");
+    ensure!(pool_pods(&pods, "warm", "claimed").await?.is_empty(), "no warm Pod was taken");
+
+    create(&client, n, session("clash", json!({"pool": {"name": "warm"}, "viewer": {"port": 9400}}))).await?;
+    let status = status_when(&sessions, "clash", "refused", |s| {
+        s.conditions.iter().any(|c| c.type_ == condition::CONFIG_RESOLVED && c.status == "False")
+    })
+    .await?;
+    let resolved = status.conditions.iter().find(|c| c.type_ == condition::CONFIG_RESOLVED).context("cond")?;
+    ensure!(resolved.reason == "PoolTemplateConflict" && resolved.message.starts_with("spec.viewer"), "{resolved:?}");
+    ensure!(pods.get_opt("clash-browser").await?.is_none(), "a refused session gets no Pod");
+
+    create(&client, n, session("lost", json!({"pool": {"name": "nowhere"}}))).await?;
+    let status = status_when(&sessions, "lost", "refused", |s| {
+        s.conditions.iter().any(|c| c.type_ == condition::CONFIG_RESOLVED && c.reason == "PoolNotFound")
+    })
+    .await?;
+    ensure!(status.phase == Some(playpen_api::v1alpha1::Phase::Failed), "{:?}", status.phase);
+
+    // Exactly one of image and pool, at admission.
+    let both = create(&client, n, session("both", json!({"image": "i", "pool": {"name": "warm"}}))).await;
+    let err = both.err().context("a session with image and pool was admitted")?.to_string();
+    ensure!(err.contains("set exactly one of spec.image"), "{err}");
+    let neither = create(&client, n, session("neither", json!({}))).await;
+    ensure!(neither.is_err(), "a session with neither image nor pool was admitted");
+    Ok(())
+}
