@@ -212,10 +212,16 @@ async fn new_creates_a_valid_session_from_flags_and_a_file() -> anyhow::Result<(
     let bad = TempFile::new("bad.yaml", "idleTimeoutSeconds: -1\n")?;
     let refused = playpen(&["new", "bad", "-n", n, "--image", "i", "-f", bad.path()]).await?.failed("new, negative")?;
     ensure!(refused.contains("spec.idleTimeoutSeconds must be positive"), "{refused}");
-    // Warm pools are not in the API yet: refused, never silently ignored.
-    let pool = playpen(&["new", "pooled", "-n", n, "--image", "i", "--pool", "warm"]).await?.failed("new --pool")?;
-    ensure!(pool.contains("--pool warm") && pool.contains("no spec.poolRef"), "{pool}");
-    ensure!(api.get_opt("pooled").await?.is_none());
+    // A warm pool instead of an image; never both.
+    let both =
+        playpen(&["new", "clash", "-n", n, "--image", "i", "--pool", "warm"]).await?.failed("new --pool --image")?;
+    ensure!(both.contains("--pool warm and --image exclude each other"), "{both}");
+    ensure!(api.get_opt("clash").await?.is_none());
+    playpen(&["new", "pooled", "-n", n, "--pool", "warm"]).await?.ok("new --pool")?;
+    let pooled = api.get("pooled").await?;
+    ensure!(pooled.spec.pool.map(|p| p.name).as_deref() == Some("warm") && pooled.spec.image.is_empty());
+    let table = playpen(&["ls", "-n", n]).await?.ok("ls")?;
+    ensure!(table.lines().any(|l| l.starts_with("pooled") && l.trim_end().ends_with("warm")), "{table}");
     Ok(())
 }
 

@@ -90,17 +90,10 @@ pub fn name(session: &BrowserSession) -> String {
     session.metadata.name.clone().unwrap_or_default()
 }
 
-/// The hook for warm pools: the pool a session was taken from
-/// (`spec.poolRef.name`). BrowserSessionSpec has no such field yet (warm
-/// pools are a separate issue), so every session shows `-` in `ls`'s POOL
-/// column; when the field lands, read it here.
-pub fn pool_of(_session: &BrowserSession) -> Option<String> {
-    None
+/// The BrowserPool a session takes its browser from (`spec.pool.name`).
+pub fn pool_of(session: &BrowserSession) -> Option<String> {
+    session.spec.pool.as_ref().map(|p| p.name.clone())
 }
-
-/// Whether BrowserSessionSpec has `spec.poolRef` ([`pool_of`]'s field):
-/// `new --pool` refuses while it does not.
-pub const POOL_FIELD_SUPPORTED: bool = false;
 
 fn port(value: i32, what: &str) -> Result<u16> {
     u16::try_from(value)
@@ -213,6 +206,9 @@ mod tests {
         assert_eq!(ready(fresh.status.as_ref()), "-");
         assert_eq!(pod_name(&fresh), "demo-browser");
         assert_eq!(pool_of(&fresh), None);
+        let mut pooled = fresh.clone();
+        pooled.spec.pool = Some(playpen_api::v1alpha1::PoolRef { name: "warm".into() });
+        assert_eq!(pool_of(&pooled).as_deref(), Some("warm"));
 
         let mut running = fresh.clone();
         running.status = Some(BrowserSessionStatus {

@@ -6,7 +6,6 @@ use serde_json::{Map, Value};
 
 use crate::cli::IMAGE_ENV;
 use crate::error::{Error, Result};
-use crate::sessions::POOL_FIELD_SUPPORTED;
 
 /// What `new` was asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -94,33 +93,43 @@ fn set(spec: &mut Map<String, Value>, key: &str, field: &str, value: Value) {
 /// playpen-api types first. Precedence: flags, then the file, then
 /// `$PLAYPEN_IMAGE` for the image.
 pub fn build(request: &Request) -> Result<Value> {
-    if let Some(pool) = &request.pool {
-        if !POOL_FIELD_SUPPORTED {
-            return Err(Error::Usage(format!(
-                "--pool {pool}: the BrowserSession API (playpen.dev/v1alpha1) has no spec.poolRef yet, so a \
-                 session cannot come from a warm pool; leave out --pool"
-            )));
-        }
-    }
     let extra = match &request.file {
         Some((text, file)) => parse_extra(text, file, &request.name, &request.namespace)?,
         None => Extra::default(),
     };
     let mut spec = extra.spec;
     let file_image = spec.get("image").and_then(Value::as_str).filter(|i| !i.is_empty()).map(str::to_owned);
-    let image = request
-        .image_flag
-        .clone()
-        .filter(|i| !i.is_empty())
-        .or(file_image)
-        .or_else(|| request.image_env.clone().filter(|i| !i.is_empty()))
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "no browser image: pass --image IMAGE (an image built by playpen-imagebuild, e.g. \
-                 playpen/browser:latest), set {IMAGE_ENV}, or put spec.image in the -f file"
-            ))
-        })?;
-    spec.insert("image".into(), Value::String(image));
+    if let Some(pool) = &request.pool {
+        // The pool's template defines the browser: nothing here may name one.
+        let clashes = [
+            ("--image", request.image_flag.as_ref().is_some_and(|i| !i.is_empty())),
+            ("spec.image in the -f file", file_image.is_some()),
+            ("--viewer-port", request.viewer_port.is_some()),
+            ("--cdp", request.cdp),
+        ];
+        if let Some((what, _)) = clashes.iter().find(|(_, set)| *set) {
+            return Err(Error::Usage(format!(
+                "--pool {pool} and {what} exclude each other: the BrowserPool's template defines the browser; leave out {what}, or --pool"
+            )));
+        }
+        spec.remove("image");
+        spec.insert("pool".into(), serde_json::json!({"name": pool}));
+    } else {
+        let image = request
+            .image_flag
+            .clone()
+            .filter(|i| !i.is_empty())
+            .or(file_image)
+            .or_else(|| request.image_env.clone().filter(|i| !i.is_empty()))
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "no browser image: pass --image IMAGE (an image built by playpen-imagebuild, e.g. \
+                     playpen/browser:latest), set {IMAGE_ENV}, put spec.image in the -f file, or take a warm \
+                     browser with --pool POOL"
+                ))
+            })?;
+        spec.insert("image".into(), Value::String(image));
+    }
     if let Some(port) = request.viewer_port {
         set(&mut spec, "viewer", "port", Value::from(port));
     }
@@ -280,9 +289,17 @@ mod tests {
     }
 
     #[test]
-    fn pool_is_refused_while_the_api_has_no_pool_field() {
-        let err = build(&Request { pool: Some("warm".into()), ..request() }).unwrap_err().to_string();
-        const { assert!(!POOL_FIELD_SUPPORTED) };
-        assert!(err.contains("--pool warm") && err.contains("no spec.poolRef"), "{err}");
+    fn a_pool_replaces_the_image_and_excludes_browser_flags() {
+        let pooled = Request { pool: Some("warm".into()), image_flag: None, ..request() };
+        let v = build(&Request { image_env: Some("env/image".into()), ..pooled.clone() }).unwrap();
+        assert_eq!(v["spec"]["pool"]["name"], "warm");
+        assert!(v["spec"].get("image").is_none(), "$PLAYPEN_IMAGE is a default, not a clash: {v}");
+        let err = build(&Request { image_flag: Some("x".into()), ..pooled.clone() }).unwrap_err().to_string();
+        assert!(err.contains("--pool warm and --image exclude each other"), "{err}");
+        let err = build(&Request { cdp: true, ..pooled.clone() }).unwrap_err().to_string();
+        assert!(err.contains("--cdp"), "{err}");
+        let file = Some(("image: a/b\n".to_owned(), "s.yaml".to_owned()));
+        let err = build(&Request { file, ..pooled }).unwrap_err().to_string();
+        assert!(err.contains("spec.image in the -f file"), "{err}");
     }
 }
