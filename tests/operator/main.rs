@@ -4,6 +4,7 @@
 mod admission;
 mod hostile;
 mod leader;
+mod pool;
 mod properties;
 mod reconcile;
 mod recovery;
