@@ -90,8 +90,8 @@ async fn install_run_as_chart_account_upgrade_uninstall() -> anyhow::Result<()> 
         ("create", "", "pods", Some("exec"), Some(w)),
         ("create", "", "pods", Some("portforward"), Some(w)),
         ("delete", "", "pods", None, Some(other.name.as_str())),
-        ("delete", "", "configmaps", None, Some(w)),
-        ("delete", "", "secrets", None, Some(w)),
+        ("delete", "", "configmaps", None, Some(other.name.as_str())),
+        ("delete", "", "secrets", None, Some(other.name.as_str())),
         ("create", "", "pods", None, Some(other.name.as_str())),
         ("list", "playpen.dev", "browsersessions", None, Some(other.name.as_str())),
         ("create", "rbac.authorization.k8s.io", "rolebindings", None, Some(w)),
@@ -106,6 +106,12 @@ async fn install_run_as_chart_account_upgrade_uninstall() -> anyhow::Result<()> 
     }
     assert!(can(&sa, "create", "", "pods", None, Some(w)).await?, "sanity: it may create Pods where it watches");
     assert!(can(&sa, "delete", "", "pods", None, Some(w)).await?, "it replaces failed browser Pods where it watches");
+    for resource in ["configmaps", "secrets"] {
+        // A pool's replaced warm browser takes its ConfigMap and Secret along.
+        assert!(can(&sa, "delete", "", resource, None, Some(w)).await?, "it deletes warm {resource} where it watches");
+    }
+    assert!(can(&sa, "watch", "playpen.dev", "browserpools", None, Some(w)).await?, "it watches pools");
+    assert!(can(&sa, "patch", "playpen.dev", "browserpools", Some("status"), Some(w)).await?, "pool status");
 
     // People: viewer may port-forward, driver may also exec; neither reads Secrets.
     let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), w);

@@ -28,10 +28,21 @@ fn chart_lints_strictly() -> anyhow::Result<()> {
 }
 
 #[test]
-fn chart_crd_is_the_generated_crd() -> anyhow::Result<()> {
-    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browsersession.yaml"))?;
-    let chart = std::fs::read_to_string(format!("{CHART}/files/crds/browsersession.yaml"))?;
-    assert!(committed == chart, "charts/playpen/files/crds/browsersession.yaml differs from crds/: copy it");
+fn chart_crds_are_the_generated_crds() -> anyhow::Result<()> {
+    for file in ["browsersession.yaml", "browserpool.yaml"] {
+        let committed = std::fs::read_to_string(format!("{}/../crds/{file}", env!("CARGO_MANIFEST_DIR")))?;
+        let chart = std::fs::read_to_string(format!("{CHART}/files/crds/{file}"))?;
+        assert!(committed == chart, "charts/playpen/files/crds/{file} differs from crds/: copy it");
+    }
+    Ok(())
+}
+
+#[test]
+fn the_chart_installs_both_crds() -> anyhow::Result<()> {
+    let manifest = helm(&["template", "pp", CHART])?;
+    for name in ["browsersessions.playpen.dev", "browserpools.playpen.dev"] {
+        assert!(manifest.contains(&format!("name: {name}")), "the chart renders no CRD {name}");
+    }
     Ok(())
 }
 

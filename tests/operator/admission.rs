@@ -74,7 +74,7 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
             json!({"image": "i", "launchConfig": {"secretRef": {"name": "mine"}, "args": ["--x"]}}),
             "spec.launchConfig.secretRef is exclusive",
         ),
-        ("empty-image", json!({"image": ""}), "spec.image must name a browser image"),
+        ("empty-image", json!({"image": ""}), "set exactly one of spec.image"),
         (
             "two-volumes",
             json!({"image": "i", "snapshots": {"volume": {"emptyDir": {}, "persistentVolumeClaim": {"claimName": "c"}}}}),

@@ -16,7 +16,7 @@ use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL, SESSION_LABEL};
 use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::{condition, BrowserPool};
 use playpen_api::{BrowserSession, BrowserSessionStatus};
-use playpen_tests::{client, ensure_crd, ensure_pool_crd, eventually, RunningOperator, TestNamespace};
+use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
 use serde_json::json;
 
 use crate::{after_scheduler_verdict, container, create, session, set_pod_status};
@@ -87,7 +87,6 @@ fn pool_claimed(status: &BrowserSessionStatus) -> Option<(String, String, String
 async fn a_session_claims_a_ready_warm_pod_in_place_and_the_pool_replenishes() -> anyhow::Result<()> {
     let client = client().await?;
     ensure_crd(&client).await?;
-    ensure_pool_crd(&client).await?;
     let ns = TestNamespace::new(&client, "claim").await?;
     let n = ns.name.as_str();
     let _op = RunningOperator::start(&client, n, None).await?;
@@ -152,7 +151,6 @@ async fn a_session_claims_a_ready_warm_pod_in_place_and_the_pool_replenishes() -
 async fn a_burst_from_two_operator_replicas_never_hands_one_pod_to_two_sessions() -> anyhow::Result<()> {
     let client = client().await?;
     ensure_crd(&client).await?;
-    ensure_pool_crd(&client).await?;
     let ns = TestNamespace::new(&client, "burst").await?;
     let n = ns.name.as_str();
     // Two replicas with no leader election: both reconcile every session.
@@ -197,7 +195,6 @@ async fn a_burst_from_two_operator_replicas_never_hands_one_pod_to_two_sessions(
 async fn what_a_warm_browser_cannot_take_goes_cold_and_contradictions_fail_by_field() -> anyhow::Result<()> {
     let client = client().await?;
     ensure_crd(&client).await?;
-    ensure_pool_crd(&client).await?;
     let ns = TestNamespace::new(&client, "cold").await?;
     let n = ns.name.as_str();
     let _op = RunningOperator::start(&client, n, None).await?;

@@ -5,6 +5,7 @@ mod admission;
 mod claims;
 mod hostile;
 mod leader;
+mod pool;
 mod properties;
 mod reconcile;
 mod recovery;

@@ -22,7 +22,7 @@ use tokio::sync::OnceCell;
 
 /// Path of the committed CRD, relative to this crate.
 pub const CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browsersession.yaml");
-/// The committed BrowserPool CRD.
+/// Path of the committed BrowserPool CRD (the operator watches pools too).
 pub const POOL_CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browserpool.yaml");
 
 /// The admin kubeconfig of the test control plane. Fails loudly when none is running.
@@ -97,34 +97,33 @@ pub fn kubectl_plugin_command(args: &[&str]) -> anyhow::Result<tokio::process::C
 }
 
 static CRD: OnceCell<()> = OnceCell::const_new();
-static POOL_CRD: OnceCell<()> = OnceCell::const_new();
 
-/// Installs the committed CRD once per test binary and waits until it is served.
+/// Installs the committed CRDs (BrowserSession and BrowserPool) once per
+/// test binary and waits until they are served.
 pub async fn ensure_crd(client: &Client) -> anyhow::Result<()> {
-    CRD.get_or_try_init(|| install_crd(client, CRD_PATH, "browsersessions.playpen.dev")).await.copied()
-}
-
-/// Installs the committed BrowserPool CRD once per test binary and waits until it is served.
-pub async fn ensure_pool_crd(client: &Client) -> anyhow::Result<()> {
-    POOL_CRD.get_or_try_init(|| install_crd(client, POOL_CRD_PATH, "browserpools.playpen.dev")).await.copied()
-}
-
-async fn install_crd(client: &Client, path: &str, name: &str) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading the committed CRD {path}"))?;
-    let crd: CustomResourceDefinition = serde_yaml::from_str(&text)?;
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    api.patch(name, &PatchParams::apply("playpen-tests").force(), &Patch::Apply(&crd))
-        .await
-        .with_context(|| format!("applying the CRD {name}"))?;
-    wait_established(client, name).await
+    CRD.get_or_try_init(|| async {
+        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for (name, path) in [("browsersessions.playpen.dev", CRD_PATH), ("browserpools.playpen.dev", POOL_CRD_PATH)] {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading the committed CRD {path}"))?;
+            let crd: CustomResourceDefinition = serde_yaml::from_str(&text)?;
+            api.patch(name, &PatchParams::apply("playpen-tests").force(), &Patch::Apply(&crd))
+                .await
+                .with_context(|| format!("applying the CRD {name}"))?;
+        }
+        wait_crd_established(client).await?;
+        wait_named_crd_established(client, "browserpools.playpen.dev").await
+    })
+    .await
+    .copied()
 }
 
 /// Waits until the BrowserSession CRD is served.
 pub async fn wait_crd_established(client: &Client) -> anyhow::Result<()> {
-    wait_established(client, "browsersessions.playpen.dev").await
+    wait_named_crd_established(client, "browsersessions.playpen.dev").await
 }
 
-async fn wait_established(client: &Client, name: &str) -> anyhow::Result<()> {
+/// Waits until the CRD `name` is served.
+pub async fn wait_named_crd_established(client: &Client, name: &str) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     eventually(Duration::from_secs(30), || async {
         let crd = api.get(name).await?;

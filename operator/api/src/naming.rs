@@ -22,12 +22,16 @@ pub const POOL_STATE_WARM: &str = "warm";
 pub const POOL_STATE_CLAIMED: &str = "claimed";
 /// Label with the hash of the pool template a Pod runs.
 pub const POOL_TEMPLATE_LABEL: &str = "playpen.dev/pool-template";
-/// Annotation of a pool Pod: the warm name its children were built for.
+/// Annotation of a warm pool Pod: the name its children were built for
+/// (`<pool>-<hash6>-<rand5>`; the Pod is `<warm name>-browser`).
 pub const WARM_NAME_ANNOTATION: &str = "playpen.dev/warm-name";
-/// Annotation of a pool Pod: its playwright-cli session name.
-pub const SESSION_NAME_ANNOTATION: &str = "playpen.dev/session-name";
-/// Annotation of a pool Pod: its socket namespace.
-pub const SOCKET_NAMESPACE_ANNOTATION: &str = "playpen.dev/socket-namespace";
+/// Annotation of a warm pool Pod: the playwright-cli session name it runs.
+pub const WARM_SESSION_NAME_ANNOTATION: &str = "playpen.dev/session-name";
+/// Annotation of a warm pool Pod: its socket namespace (8 hex), which a
+/// claiming session reports instead of the one its own UID would give.
+pub const WARM_SOCKET_NAMESPACE_ANNOTATION: &str = "playpen.dev/socket-namespace";
+/// Hex characters of a pool template hash (label value and warm-name part).
+pub const POOL_TEMPLATE_HASH_HEX: usize = 6;
 
 /// Names of the child objects of one BrowserSession.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +77,13 @@ fn hex_digest(parts: &[&str]) -> String {
 /// resource's UID, so a restarted container reaches the same daemon.
 pub fn socket_namespace(uid: &str) -> String {
     hex_digest(&["playpen/socket-namespace", uid])[..SOCKET_NAMESPACE_HEX].to_owned()
+}
+
+/// The hash of a pool template: the first [`POOL_TEMPLATE_HASH_HEX`] hex
+/// characters of the SHA-256 of its canonical JSON (object keys sorted).
+pub fn pool_template_hash(canonical_json: &str) -> String {
+    let digest = Sha256::digest(canonical_json.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect::<String>()[..POOL_TEMPLATE_HASH_HEX].to_owned()
 }
 
 /// The session name used when the spec leaves it out: the resource name when
@@ -137,6 +148,13 @@ mod tests {
         for bad in ["", "-a", "_a", "A", "a b", "a/b", "ä", &"z".repeat(46)] {
             assert!(!is_valid_session_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn pool_template_hash_is_six_hex_of_the_sha256() {
+        // sha256("{}") = 44136fa3...
+        assert_eq!(pool_template_hash("{}"), "44136f");
+        assert_ne!(pool_template_hash(r#"{"image":"a"}"#), pool_template_hash(r#"{"image":"b"}"#));
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub enum Error {
     /// The object lacks metadata the API server always sets.
     #[error("BrowserSession is missing metadata.{0}")]
     MissingMetadata(&'static str),
+    /// A BrowserPool lacks metadata the API server always sets.
+    #[error("BrowserPool is missing metadata.{0}")]
+    MissingPoolMetadata(&'static str),
     /// Serialising a child object failed (a bug).
     #[error("serialising {what}: {source}")]
     Serialize {
@@ -50,7 +53,7 @@ impl Error {
     pub fn metric_label(&self) -> &'static str {
         match self {
             Self::Kube { action, .. } => action,
-            Self::MissingMetadata(_) => "missing_metadata",
+            Self::MissingMetadata(_) | Self::MissingPoolMetadata(_) => "missing_metadata",
             Self::Serialize { .. } => "serialize",
             Self::InvalidSpec(_) => "invalid_spec",
             Self::Panicked(_) => "panic",

@@ -7,7 +7,9 @@
 //! → [`children`] (pure objects) → [`apply`] (server-side apply) →
 //! [`recovery`] (pure: replace a failed Pod, or give up) →
 //! [`status`] (pure status from what the cluster reports). [`controller`]
-//! wires them to kube-rs; [`leader`], [`http`] and [`metrics`] make it a
+//! wires them to kube-rs; [`pool`] keeps BrowserPools' warm browsers (its
+//! own plan → create/delete → status, on the same builders); [`leader`],
+//! [`http`] and [`metrics`] make it a
 //! service; [`operator`] puts the pieces together for `main` and for tests.
 
 pub mod apply;
@@ -20,6 +22,7 @@ pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod operator;
+pub mod pool;
 pub mod recovery;
 pub mod status;
 pub mod telemetry;

@@ -23,6 +23,13 @@ pub struct PhaseLabels {
     pub phase: String,
 }
 
+/// Label of the pool gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolStateLabels {
+    /// ready, warming or claimed.
+    pub state: String,
+}
+
 /// The operator's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -38,6 +45,8 @@ pub struct Metrics {
     pub sessions: Family<PhaseLabels, Gauge>,
     /// 1 while this replica holds the leader Lease.
     pub leader: Gauge,
+    /// Pool Pods by state, over every pool (from the pool controller's cache).
+    pub pool_pods: Family<PoolStateLabels, Gauge>,
     registry: Registry,
 }
 
@@ -50,6 +59,7 @@ impl Default for Metrics {
         let duration = Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0]);
         let sessions = Family::<PhaseLabels, Gauge>::default();
         let leader = Gauge::default();
+        let pool_pods = Family::<PoolStateLabels, Gauge>::default();
         registry.register("reconciles", "BrowserSession reconciles started", reconciles.clone());
         registry.register("reconcile_errors", "BrowserSession reconciles that failed, by error", failures.clone());
         registry.register(
@@ -60,7 +70,8 @@ impl Default for Metrics {
         registry.register("reconcile_duration_seconds", "Duration of one reconcile", duration.clone());
         registry.register("sessions", "BrowserSessions by phase", sessions.clone());
         registry.register("leader", "1 while this replica holds the leader Lease", leader.clone());
-        Self { reconciles, failures, panics, duration, sessions, leader, registry }
+        registry.register("pool_pods", "BrowserPool Pods by state (ready, warming, claimed)", pool_pods.clone());
+        Self { reconciles, failures, panics, duration, sessions, leader, pool_pods, registry }
     }
 }
 

@@ -16,6 +16,7 @@ use crate::controller::{self, Context};
 use crate::http::{self, Health};
 use crate::leader::{self, Fence, LeaseConfig};
 use crate::metrics::Metrics;
+use crate::pool;
 use crate::recovery::RecoveryBudget;
 
 /// Everything `run` needs.
@@ -59,6 +60,13 @@ pub async fn start(
             .with_fence(fence.clone())
             .with_recovery(config.recovery),
     );
+    let pool_ctx = Arc::new(pool::Context::new(
+        client.clone(),
+        config.settings.clone(),
+        metrics.clone(),
+        &config.reporter,
+        fence.clone(),
+    ));
     let run = async move {
         // Guards: dropping this future (a test stopping the operator) ends
         // every task it spawned, including the Lease renewals.
@@ -81,11 +89,13 @@ pub async fn start(
             }
             metrics.leader.set(1);
             info!("leading: starting controllers");
-            let mut lost = leading.clone();
-            controller::run(ctx.clone(), &config.namespaces, async move {
-                let _ = lost.wait_for(|l| !*l).await;
-            })
-            .await;
+            let lost = |mut leading: watch::Receiver<bool>| async move {
+                let _ = leading.wait_for(|l| !*l).await;
+            };
+            futures::join!(
+                controller::run(ctx.clone(), &config.namespaces, lost(leading.clone())),
+                pool::run(pool_ctx.clone(), &config.namespaces, lost(leading.clone())),
+            );
             metrics.leader.set(0);
             if elector.is_none() {
                 break;

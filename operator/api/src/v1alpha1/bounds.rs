@@ -71,6 +71,10 @@ pub const DATA_KEY: Shape = Shape { name: "Secret/ConfigMap key", pattern: r"^[-
 pub const ENV_NAME: Shape = Shape { name: "printable ASCII except '='", pattern: r"^[\x20-\x3C\x3E-\x7E]+$" };
 /// An image reference: no surrounding whitespace (the kubelet refuses it).
 pub const IMAGE_REFERENCE: Shape = Shape { name: "no surrounding whitespace", pattern: r"^\S(.*\S)?$" };
+/// A session's image: empty when a BrowserPool's template names it (the
+/// schema's default, which the API server checks against the pattern too).
+pub const OPTIONAL_IMAGE_REFERENCE: Shape =
+    Shape { name: "empty, or no surrounding whitespace", pattern: r"^(\S(.*\S)?)?$" };
 
 /// A bound, where it applies, and why it is that big.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,7 +130,7 @@ pub fn limits() -> Vec<Limit> {
     let session_name = max_session_name_len();
     vec![
         // Our own fields.
-        path("spec.image", Length(4096), IMAGE).shaped(IMAGE_REFERENCE),
+        path("spec.image", Length(4096), IMAGE).shaped(OPTIONAL_IMAGE_REFERENCE),
         path("spec.agent.image", Length(4096), IMAGE).shaped(IMAGE_REFERENCE),
         path("spec.imagePullSecrets", Items(16), "pull Secrets of one Pod").keyed_by("name"),
         path(
@@ -427,7 +431,7 @@ mod tests {
         assert_eq!(spec["pod"]["properties"]["nodeSelector"]["maxProperties"], 64);
         assert_eq!(spec["pod"]["properties"]["nodeSelector"]["additionalProperties"]["maxLength"], 63);
         assert_eq!(spec["pod"]["properties"]["priorityClassName"]["maxLength"], 7, "an own bound wins");
-        assert_eq!(spec["image"]["pattern"], IMAGE_REFERENCE.pattern);
+        assert_eq!(spec["image"]["pattern"], OPTIONAL_IMAGE_REFERENCE.pattern);
         let port = &spec["pod"]["properties"]["port"];
         assert_eq!((port["minimum"].as_i64(), port["maximum"].as_i64()), (Some(-2_147_483_648), Some(2_147_483_647)));
         assert_eq!(spec["pod"]["properties"]["shmSize"]["maxLength"], 64);

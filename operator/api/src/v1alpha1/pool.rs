@@ -120,20 +120,7 @@ pub struct SessionTemplate {
     pub pod: Option<PodSettings>,
 }
 
-/// Hex digits of a template's hash in Pod names and labels.
-pub const TEMPLATE_HASH_HEX: usize = 6;
-
 impl SessionTemplate {
-    /// The template's hash: the first [`TEMPLATE_HASH_HEX`] hex digits of the
-    /// SHA-256 of its JSON (fields in declaration order, so equal templates
-    /// hash equal). A Pod of another hash is stale: never claimed, replaced.
-    pub fn hash(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let json = serde_json::to_vec(self).unwrap_or_default();
-        let digest = Sha256::digest(&json);
-        digest.iter().map(|b| format!("{b:02x}")).collect::<String>()[..TEMPLATE_HASH_HEX].to_owned()
-    }
-
     /// The BrowserSession spec a pool Pod is built from: the template, and
     /// no egress at all while it waits (a warm browser loads nothing; its
     /// session's own NetworkPolicy takes over when it is claimed).

@@ -18,7 +18,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use playpen_api::naming::{
     ChildNames, MANAGER, POOL_LABEL, POOL_STATE_CLAIMED, POOL_STATE_LABEL, POOL_STATE_WARM, SESSION_LABEL,
-    SESSION_NAME_ANNOTATION, SOCKET_NAMESPACE_ANNOTATION, WARM_NAME_ANNOTATION,
+    WARM_NAME_ANNOTATION, WARM_SESSION_NAME_ANNOTATION, WARM_SOCKET_NAMESPACE_ANNOTATION,
 };
 use playpen_api::v1alpha1::{BrowserPool, PoolRef};
 use playpen_api::BrowserSession;
@@ -163,8 +163,8 @@ pub fn claimed_identity(id: &Identity, pod: &Pod) -> Identity {
     let warm = annotation(WARM_NAME_ANNOTATION).unwrap_or_else(|| id.name.clone());
     let warm_names = ChildNames::for_session(&warm);
     Identity {
-        session_name: annotation(SESSION_NAME_ANNOTATION).unwrap_or_else(|| id.session_name.clone()),
-        socket_namespace: annotation(SOCKET_NAMESPACE_ANNOTATION).unwrap_or_else(|| id.socket_namespace.clone()),
+        session_name: annotation(WARM_SESSION_NAME_ANNOTATION).unwrap_or_else(|| id.session_name.clone()),
+        socket_namespace: annotation(WARM_SOCKET_NAMESPACE_ANNOTATION).unwrap_or_else(|| id.socket_namespace.clone()),
         names: ChildNames {
             pod: pod.name_any(),
             launch_secret: warm_names.launch_secret,
@@ -198,7 +198,7 @@ async fn claim(
     let pool_name = pool.name_any();
     let warm = ListParams::default().labels(&format!("{POOL_LABEL}={pool_name},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
     let candidates = pods.list(&warm).await.map_err(kube_error("list", "Pod", ns, &pool_name))?.items;
-    let hash = pool.spec.template.hash();
+    let hash = crate::pool::warm::template_hash(&pool.spec.template)?;
     let order = pick::order(&candidates, &hash, salt(bs));
     if order.is_empty() {
         return Ok(None);

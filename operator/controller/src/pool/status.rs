@@ -1,0 +1,97 @@
+//! The pool's status, a pure function of the plan's counts.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use playpen_api::v1alpha1::{BrowserPool, BrowserPoolStatus};
+
+use super::plan::Counts;
+use super::warm::warm_selector_string;
+
+/// The pool's one condition: `minReady` Pods of the current template are ready.
+pub const READY: &str = "Ready";
+
+/// The status of `pool` whose plan left `counts`, at template `hash`.
+pub fn compute(pool: &BrowserPool, name: &str, hash: &str, counts: Counts, now: Timestamp) -> BrowserPoolStatus {
+    let min_ready = pool.spec.min_ready;
+    let generation = pool.metadata.generation;
+    let ready = counts.ready >= min_ready;
+    let (status, reason, message) = if ready {
+        ("True", "MinReady", format!("{} of {min_ready} warm browsers ready", counts.ready))
+    } else {
+        (
+            "False",
+            "Warming",
+            format!("{} of {min_ready} warm browsers ready, {} starting", counts.ready, counts.warming),
+        )
+    };
+    let previous = pool.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == READY));
+    let last_transition_time = match previous {
+        Some(p) if p.status == status => p.last_transition_time.clone(),
+        _ => Time(now),
+    };
+    BrowserPoolStatus {
+        ready: counts.ready,
+        warming: counts.warming,
+        claimed: counts.claimed,
+        selector: Some(warm_selector_string(name)),
+        template_hash: Some(hash.to_owned()),
+        observed_generation: generation,
+        conditions: vec![Condition {
+            type_: READY.to_owned(),
+            status: status.to_owned(),
+            reason: reason.to_owned(),
+            message,
+            observed_generation: generation,
+            last_transition_time,
+        }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use playpen_api::v1alpha1::BrowserPoolSpec;
+    use serde_json::json;
+
+    use super::*;
+
+    fn pool(min_ready: i32) -> BrowserPool {
+        let template = serde_json::from_value(json!({"image": "i"})).expect("template");
+        let mut pool = BrowserPool::new("shop", BrowserPoolSpec { template, min_ready, max_size: None });
+        pool.metadata.generation = Some(3);
+        pool
+    }
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().expect("time")
+    }
+
+    #[test]
+    fn ready_when_min_ready_are_ready() {
+        let t0 = at("2026-12-01T12:00:00Z");
+        let s = compute(&pool(2), "shop", "abc123", Counts { ready: 1, warming: 1, claimed: 4 }, t0);
+        assert_eq!((s.ready, s.warming, s.claimed), (1, 1, 4));
+        assert_eq!(s.selector.as_deref(), Some("playpen.dev/pool=shop,playpen.dev/pool-state=warm"));
+        assert_eq!((s.template_hash.as_deref(), s.observed_generation), (Some("abc123"), Some(3)));
+        let c = &s.conditions[0];
+        assert_eq!((c.type_.as_str(), c.status.as_str(), c.reason.as_str()), (READY, "False", "Warming"));
+        assert_eq!(c.observed_generation, Some(3));
+
+        // The transition time moves only when the status does.
+        let mut p = pool(2);
+        p.status = Some(s);
+        let t1 = at("2026-12-01T12:01:00Z");
+        let same = compute(&p, "shop", "abc123", Counts { ready: 1, warming: 1, claimed: 4 }, t1);
+        assert_eq!(same.conditions[0].last_transition_time, Time(t0));
+        let ready = compute(&p, "shop", "abc123", Counts { ready: 2, warming: 0, claimed: 4 }, t1);
+        assert_eq!(
+            (ready.conditions[0].status.as_str(), &ready.conditions[0].last_transition_time),
+            ("True", &Time(t1))
+        );
+    }
+
+    #[test]
+    fn an_empty_pool_asked_for_nothing_is_ready() {
+        let s = compute(&pool(0), "shop", "abc123", Counts::default(), at("2026-12-01T12:00:00Z"));
+        assert_eq!(s.conditions[0].status, "True");
+    }
+}
