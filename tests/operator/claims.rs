@@ -1,7 +1,7 @@
 //! Sessions that name a BrowserPool, against a real kube-apiserver: a
 //! ready warm Pod is claimed in place and the pool replenishes; a burst of
-//! claims from two operator replicas never shares a Pod (the extra sessions
-//! start cold and say so); what a warm browser cannot take sends a session
+//! claims gives each ready Pod to one session (the extra sessions start cold
+//! and say so), even from two replicas that both write; what a warm browser cannot take sends a session
 //! cold; a missing pool or a template field set on the session fails it.
 
 use std::collections::BTreeSet;
@@ -16,6 +16,7 @@ use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL, SESSION_LABEL};
 use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::{condition, BrowserPool};
 use playpen_api::{BrowserSession, BrowserSessionStatus};
+use playpen_operator::leader::LeaseConfig;
 use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
 use serde_json::json;
 
@@ -43,7 +44,7 @@ async fn pool_pods(pods: &Api<Pod>, pool: &str, state: &str) -> anyhow::Result<V
 async fn ready_warm_pods(pods: &Api<Pod>, pool: &str, n: usize) -> anyhow::Result<Vec<String>> {
     let warm = eventually(WAIT, || async {
         let warm = pool_pods(pods, pool, "warm").await?;
-        ensure!(warm.len() >= n, "{} of {n} warm Pods so far", warm.len());
+        ensure!(warm.len() == n, "{} warm Pods, waiting for {n}", warm.len());
         Ok(warm)
     })
     .await?;
@@ -62,6 +63,17 @@ async fn ready_warm_pods(pods: &Api<Pod>, pool: &str, n: usize) -> anyhow::Resul
         names.push(name);
     }
     Ok(names)
+}
+
+/// Waits until the pool itself counts `n` ready Pods (its plan has settled on them).
+async fn pool_ready(client: &Client, ns: &str, pool: &str, n: i32) -> anyhow::Result<()> {
+    let pools: Api<BrowserPool> = Api::namespaced(client.clone(), ns);
+    eventually(WAIT, || async {
+        let ready = pools.get(pool).await?.status.map(|s| s.ready).unwrap_or_default();
+        ensure!(ready == n, "{pool}: {ready} of {n} ready");
+        Ok(())
+    })
+    .await
 }
 
 async fn status_when(
@@ -147,29 +159,57 @@ async fn a_session_claims_a_ready_warm_pod_in_place_and_the_pool_replenishes() -
     Ok(())
 }
 
+fn lease(ns: &str, identity: &str) -> LeaseConfig {
+    LeaseConfig {
+        name: "playpen-operator".into(),
+        namespace: ns.into(),
+        identity: identity.into(),
+        lease_duration: Duration::from_secs(4),
+        retry_period: Duration::from_millis(500),
+    }
+}
+
+/// A pool of three ready Pods in a fresh namespace, and eight sessions created at once.
+async fn burst(client: &Client, n: &str, replicas: &[Option<LeaseConfig>]) -> anyhow::Result<Vec<RunningOperator>> {
+    let mut operators = vec![RunningOperator::start(client, n, replicas[0].clone()).await?];
+    create_pool(client, n, "burst", 3).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    ready_warm_pods(&pods, "burst", 3).await?;
+    pool_ready(client, n, "burst", 3).await?;
+    for lease in &replicas[1..] {
+        operators.push(RunningOperator::start(client, n, lease.clone()).await?);
+    }
+    let creates = (0..8).map(|i| create(client, n, session(&format!("s{i}"), json!({"pool": {"name": "burst"}}))));
+    for created in futures::future::join_all(creates).await {
+        created?;
+    }
+    Ok(operators)
+}
+
+/// Every session's status once it names a Pod.
+async fn placed(client: &Client, n: &str) -> anyhow::Result<Vec<(String, BrowserSessionStatus)>> {
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let mut out = Vec::new();
+    for i in 0..8 {
+        let name = format!("s{i}");
+        let status = status_when(&sessions, &name, "placed", |s| s.pool.is_some() && s.pod_name.is_some()).await?;
+        out.push((name, status));
+    }
+    Ok(out)
+}
+
 #[tokio::test]
-async fn a_burst_from_two_operator_replicas_never_hands_one_pod_to_two_sessions() -> anyhow::Result<()> {
+async fn a_burst_of_claims_gives_each_ready_pod_to_one_session_and_the_rest_start_cold() -> anyhow::Result<()> {
     let client = client().await?;
     ensure_crd(&client).await?;
     let ns = TestNamespace::new(&client, "burst").await?;
     let n = ns.name.as_str();
-    // Two replicas with no leader election: both reconcile every session.
-    let _a = RunningOperator::start(&client, n, None).await?;
-    let _b = RunningOperator::start(&client, n, None).await?;
-    create_pool(&client, n, "burst", 3).await?;
+    // Two replicas electing a leader, as the chart runs them.
+    let _operators = burst(&client, n, &[Some(lease(n, "a")), Some(lease(n, "b"))]).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), n);
-    ready_warm_pods(&pods, "burst", 3).await?;
-
-    let names: Vec<String> = (0..8).map(|i| format!("s{i}")).collect();
-    let creates = names.iter().map(|name| create(&client, n, session(name, json!({"pool": {"name": "burst"}}))));
-    for created in futures::future::join_all(creates).await {
-        created?;
-    }
-    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
     let mut claimed = Vec::new();
     let mut cold = Vec::new();
-    for name in &names {
-        let status = status_when(&sessions, name, "placed", |s| s.pool.is_some() && s.pod_name.is_some()).await?;
+    for (name, status) in placed(&client, n).await? {
         let pod = status.pod_name.clone().context("podName")?;
         if status.pool.as_ref().is_some_and(|p| p.claimed) {
             claimed.push(pod);
@@ -187,6 +227,31 @@ async fn a_burst_from_two_operator_replicas_never_hands_one_pod_to_two_sessions(
     for pod in &claimed {
         let owners = pods.get(pod).await?.owner_references().to_vec();
         ensure!(owners.len() == 1, "{pod} has owners {owners:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn replicas_without_a_leader_still_never_give_one_pod_to_two_sessions() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "race").await?;
+    let n = ns.name.as_str();
+    // The worst case: two replicas that both write (no Lease), racing for three Pods.
+    let _operators = burst(&client, n, &[None, None]).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    let mut by_pod: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    for (name, status) in placed(&client, n).await? {
+        let pod = status.pod_name.clone().context("podName")?;
+        if let Some(other) = by_pod.insert(pod.clone(), name.clone()) {
+            bail!("{pod} is the browser of both {other} and {name}");
+        }
+    }
+    for pod in pool_pods(&pods, "burst", "claimed").await? {
+        let owners = pod.owner_references();
+        ensure!(owners.len() == 1, "{} has owners {owners:?}", pod.name_any());
+        let owner = &owners[0].name;
+        ensure!(pod.labels().get(SESSION_LABEL) == Some(owner), "{} is labelled for another session", pod.name_any());
     }
     Ok(())
 }

@@ -181,12 +181,3 @@ pub struct BrowserPoolStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
-
-/// A BrowserSession's pool, in its namespace.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct PoolRef {
-    /// The BrowserPool's name.
-    #[x_kube(validation = Rule::new("size(self) > 0").message("spec.pool.name must name a BrowserPool in the session's namespace"))]
-    pub name: String,
-}

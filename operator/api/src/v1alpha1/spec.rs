@@ -169,7 +169,7 @@ pub struct BrowserSessionSpec {
     /// starts cold from the pool's template, and its `PoolClaimed`
     /// condition says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pool: Option<super::pool::PoolRef>,
+    pub pool: Option<PoolRef>,
 }
 
 /// What the session records, with the CLI's own `video-start` and `tracing-start`.
@@ -547,4 +547,13 @@ pub struct EgressPeer {
     #[schemars(extend("maxProperties" = MAX_PEER_LABELS, "additionalProperties" = {"type": "string", "maxLength": 63}))]
     #[x_kube(validation = Rule::new("self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$'))").message("spec.network.egress.allowPeers[].podLabels must hold label keys ([prefix/]name) and values (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"))]
     pub pod_labels: BTreeMap<String, String>,
+}
+
+/// A BrowserSession's pool, in its namespace.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolRef {
+    /// The BrowserPool's name.
+    #[x_kube(validation = Rule::new("size(self) > 0").message("spec.pool.name must name a BrowserPool in the session's namespace"))]
+    pub name: String,
 }

@@ -28,6 +28,9 @@ use crate::apply::Target;
 use crate::children::{child_labels, Identity, Settings, COMPONENT_BROWSER};
 use crate::error::{Error, Result};
 
+/// Patches of one Pod a claim tries before it moves on to the next Pod.
+const CLAIM_ATTEMPTS_PER_POD: usize = 4;
+
 /// How a pooled session got its browser.
 #[derive(Debug, Clone)]
 pub enum Source {
@@ -206,28 +209,40 @@ async fn claim(
     // The egress policy the session asks for, in place before any Pod carries its labels.
     let children = crate::children::build(session, id, settings)?;
     crate::apply::apply(to, &children.network_policy).await?;
+    let mut labels = child_labels(&id.name, COMPONENT_BROWSER);
+    labels.insert(POOL_LABEL.to_owned(), pool_name.clone());
+    labels.insert(POOL_STATE_LABEL.to_owned(), POOL_STATE_CLAIMED.to_owned());
+    let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
     for candidate in order {
-        if !to.fence.is_open() {
-            return Err(Error::NotLeader);
-        }
         let name = candidate.name_any();
-        let mut labels = child_labels(&id.name, COMPONENT_BROWSER);
-        labels.insert(POOL_LABEL.to_owned(), pool_name.clone());
-        labels.insert(POOL_STATE_LABEL.to_owned(), POOL_STATE_CLAIMED.to_owned());
-        let patch = json!({"metadata": {
-            "resourceVersion": candidate.resource_version(),
-            "labels": labels,
-            "ownerReferences": [id.owner],
-        }});
-        let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
-        match pods.patch(&name, &params, &Patch::Merge(&patch)).await {
-            Ok(pod) => {
-                rehome(to, &claimed_identity(id, &pod)).await?;
-                return Ok(Some(pod));
+        let mut seen = candidate.clone();
+        // A 409 also comes from writes that are not claims (the kubelet's or
+        // the scheduler's status updates): the Pod is read again and tried
+        // again while it is still claimable, a few times.
+        for _ in 0..CLAIM_ATTEMPTS_PER_POD {
+            if !to.fence.is_open() {
+                return Err(Error::NotLeader);
             }
-            // Another session took it first, or it is gone: the next one.
-            Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => continue,
-            Err(source) => return Err(kube_error("claim", "Pod", ns, &name)(source)),
+            let patch = json!({"metadata": {
+                "resourceVersion": seen.resource_version(),
+                "labels": labels,
+                "ownerReferences": [id.owner],
+            }});
+            match pods.patch(&name, &params, &Patch::Merge(&patch)).await {
+                Ok(pod) => {
+                    rehome(to, &claimed_identity(id, &pod)).await?;
+                    return Ok(Some(pod));
+                }
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    match pods.get_opt(&name).await.map_err(kube_error("get", "Pod", ns, &name))? {
+                        Some(fresh) if pick::claimable(&fresh, &hash) => seen = fresh,
+                        // Another session took it, or it is leaving: the next one.
+                        _ => break,
+                    }
+                }
+                Err(kube::Error::Api(s)) if s.code == 404 => break,
+                Err(source) => return Err(kube_error("claim", "Pod", ns, &name)(source)),
+            }
         }
     }
     Ok(None)
