@@ -6,7 +6,9 @@
 # runc and CNI plugins from Debian), helm (the same way), the real
 # playwright-cli with Debian's Chromium, Playwright and Puppeteer clients from
 # npm (tests/e2e/clients), Docker Engine, a local OCI registry
-# (distribution, built from the Go module proxy), and the images
+# (distribution, built from the Go module proxy), a current Docker Engine
+# daemon (built from the Go module proxy; the OCI layout test runs it in its
+# own namespaces on a throwaway containerd), and the images
 # playpen-imagebuild builds. Installs what it needs; stops and purges the
 # cluster when done, so no test object outlives the run (dockerd is left
 # running, and the node's image store stays cached, for the next run).
@@ -71,6 +73,10 @@ tests/imagebuild/setup.sh >/dev/null
 log "starting the local OCI registry with htpasswd auth (image builder push test)"
 PLAYPEN_TEST_REGISTRY="$(tests/imagebuild/registry.sh | tail -n 1)"
 export PLAYPEN_TEST_REGISTRY
+
+log "building a current Docker Engine daemon from the Go module proxy (image builder OCI layout test)"
+PLAYPEN_TEST_DOCKERD="$(tests/imagebuild/engine-current.sh | tail -n 1)"
+export PLAYPEN_TEST_DOCKERD
 
 log "building the operator and browser images, importing them into the node (end-to-end tests)"
 tests/e2e/images.sh

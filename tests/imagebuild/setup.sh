@@ -6,7 +6,10 @@
 #      waited for until /var/run/docker.sock answers;
 #   3. the base image playpen/base:bookworm, made with debootstrap (minbase) and
 #      `docker import`, only when `docker image inspect` says it is missing (no
-#      registry can be pulled from on this machine).
+#      registry can be pulled from on this machine);
+#   4. containerd and ctr (Debian's containerd), only when missing: the OCI layout
+#      test runs a throwaway containerd of its own to write a `docker save` archive
+#      in the layout Docker Engine writes from 25 on (`ctr images export`).
 # The last line on stdout is the base image reference; logs go to stderr.
 set -euo pipefail
 exec 3>&1 1>&2
@@ -33,6 +36,11 @@ if ! command -v dockerd >/dev/null; then
 fi
 if ! command -v debootstrap >/dev/null; then
   apt_install debootstrap
+fi
+# docker.io depends on containerd, and tests/cluster/start-node.sh installs it for
+# the node; checked here too so the image builder's tests need neither.
+if ! command -v containerd >/dev/null || ! command -v ctr >/dev/null; then
+  apt_install containerd
 fi
 
 engine_up() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }

@@ -1,6 +1,11 @@
 //! Test support: a loopback HTTP/1.1 server serving fixed routes, and fake
-//! artifacts shaped like the real ones (Node dist, npm packages).
+//! artifacts shaped like the real ones (Node dist, npm packages); a throwaway
+//! containerd ([`containerd`]) and a throwaway current Docker Engine on it
+//! ([`dockerd`]).
 #![allow(dead_code, clippy::unwrap_used)] // test support: a failed fixture is a failed test
+
+pub mod containerd;
+pub mod dockerd;
 
 use flate2::write::GzEncoder;
 use playpen_imagebuild::engine::Engine;
