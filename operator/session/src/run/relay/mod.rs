@@ -16,6 +16,7 @@ use tokio::sync::watch;
 
 use crate::error::Fatal;
 
+pub(crate) mod answer;
 pub(crate) mod pump;
 
 /// Binds the viewer's `127.0.0.1:<port>`; never any other address.
