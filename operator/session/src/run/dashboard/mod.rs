@@ -93,13 +93,17 @@ pub async fn supervise(
         let viewers = &mut publisher.viewers;
         let wanted = async {
             tokio::time::sleep(delay).await;
-            if next == Next::Viewer {
-                let _ = viewers.wait_for(|v| v.open > 0).await;
+            if next == Next::Viewer && viewers.wait_for(|v| v.open > 0).await.is_err() {
+                // No relay, so no viewer ever: nothing to start for.
+                std::future::pending::<()>().await;
             }
         };
         tokio::select! {
             () = wanted => {}
             changed = stop.changed() => if changed.is_ok() { continue } else { break },
+        }
+        if next == Next::Viewer {
+            tracing::info!("a viewer connected: starting the dashboard");
         }
         publisher.publish(Upstream::Starting);
         let started = Instant::now();

@@ -83,6 +83,9 @@ impl Drop for OpenConnection {
     }
 }
 
+/// How soon a refused connect to the dashboard is tried again.
+const CONNECT_RETRY: Duration = Duration::from_millis(100);
+
 /// How long the relay waits for a connection's first bytes, and for a dashboard.
 #[derive(Debug, Clone, Copy)]
 pub struct Waits {
@@ -152,18 +155,24 @@ async fn relay_one(
 }
 
 /// Connects to the dashboard, starting it if need be. A refused connect is
-/// tried once more: the dashboard may have been stopped for idleness between
-/// the state read and the connect, and the retry waits for its restart.
+/// retried within the wait: a dashboard that crashed or was stopped for
+/// idleness just after its address was read is still published for a moment,
+/// then withdrawn, and the retry waits for the next start.
 async fn connect_upstream(dashboard: &Dashboard, wait: Duration) -> Result<TcpStream, Unavailable> {
     let deadline = tokio::time::Instant::now() + wait;
-    let addr = dashboard.upstream(wait).await?;
-    match TcpStream::connect(addr).await {
-        Ok(back) => Ok(back),
-        Err(err) => {
-            tracing::debug!(%addr, %err, "the dashboard went away before the connect: waiting for it again");
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let addr = dashboard.upstream(left).await?;
-            TcpStream::connect(addr).await.map_err(|_| Unavailable::TimedOut(wait))
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let addr = dashboard.upstream(left).await.map_err(|unavailable| match unavailable {
+            Unavailable::TimedOut(_) => Unavailable::TimedOut(wait),
+            other => other,
+        })?;
+        match TcpStream::connect(addr).await {
+            Ok(back) => return Ok(back),
+            Err(err) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(%addr, %err, "the dashboard went away before the connect: waiting for it again");
+                tokio::time::sleep(CONNECT_RETRY).await;
+            }
+            Err(_) => return Err(Unavailable::TimedOut(wait)),
         }
     }
 }
@@ -268,6 +277,21 @@ mod tests {
         }
         assert_eq!(open.load(Ordering::Relaxed), 0, "and uncounted once closed");
         assert_eq!(publisher.viewers.borrow().open, 0);
+    }
+
+    #[tokio::test]
+    async fn a_dashboard_gone_before_the_connect_is_waited_for_again() {
+        let (pinned, publisher, _) = serving(WAITS);
+        let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        publisher.publish(Upstream::Serving(gone));
+        let mut client = TcpStream::connect(pinned).await.unwrap();
+        client.write_all(b"hello").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        publisher.publish(Upstream::Stopped);
+        publisher.publish(Upstream::Serving(echo_server().await));
+        let mut buf = [0u8; 5];
+        tokio::time::timeout(Duration::from_secs(5), client.read_exact(&mut buf)).await.unwrap().unwrap();
+        assert_eq!(&buf, b"hello");
     }
 
     #[tokio::test]
