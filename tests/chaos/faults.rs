@@ -12,7 +12,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::fleet::{Fleet, Kind, AUTH_COOKIE, PROFILE_MARKER};
-use crate::kubectl::{exec, sh};
+use crate::kubectl::{exec, port_forward, sh};
 use crate::node;
 use crate::setup::Installed;
 
@@ -126,6 +126,10 @@ impl Fault {
             Fault::DashboardKilled => {
                 // Not the two created for this round: they may have no Pod yet.
                 let targets: Vec<String> = fleet.of_kind(Kind::Plain).into_iter().rev().skip(2).take(3).collect();
+                // The dashboard runs only while someone views: a viewer first, through the tunnel a human uses.
+                for name in &targets {
+                    view(&fleet.ns, name).await?;
+                }
                 let before = kill_in_browser_pods(fleet, &targets, "dashboardApp.js").await?;
                 Ok((format!("kill -9 of the dashboard in {} browser Pods", targets.len()), Check::Untouched(before)))
             }
@@ -259,6 +263,16 @@ async fn kill_in_browser_pods(
         kill_in_pod(&uid, needle)?;
     }
     Ok(before)
+}
+
+/// Opens `session`'s viewer through `kubectl port-forward`, which starts its dashboard.
+async fn view(ns: &str, session: &str) -> anyhow::Result<()> {
+    let port = u16::try_from(playpen_api::v1alpha1::DEFAULT_VIEWER_PORT)?;
+    let forward = port_forward(ns, &format!("svc/{session}-view"), port).await?;
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
+    let (code, _) = playpen_tests::http_get(local, "/").await.with_context(|| format!("viewing {session}"))?;
+    ensure!(code == 302, "{session}: the viewer answered {code}, expected the dashboard's 302");
+    Ok(())
 }
 
 /// Deletes every `K` in `ns` that `lp` selects; how many.

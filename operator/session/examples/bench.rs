@@ -213,8 +213,10 @@ fn main() {
         rt.block_on(async move {
             let listener = relay::bind_pinned(0).unwrap();
             tx.send((listener.local_addr().unwrap(), nix::unistd::gettid().as_raw())).unwrap();
-            let (_up_tx, up_rx) = tokio::sync::watch::channel(Some(upstream));
-            relay::serve(listener, up_rx, Duration::from_secs(1), Default::default()).await;
+            let (publisher, dashboard) = relay::upstream::channel();
+            publisher.publish(relay::upstream::Upstream::Serving(upstream));
+            let waits = relay::Waits { opening: Duration::from_secs(1), upstream: Duration::from_secs(1) };
+            relay::serve(listener, dashboard, waits, Default::default()).await;
         });
     });
     let (pinned, relay_tid) = rx.recv().unwrap();

@@ -59,6 +59,22 @@ pub struct Options {
     /// Snapshots younger than this are never pruned (the CLI may still write them).
     #[arg(long, global = true, env = "PLAYPEN_RETENTION_GRACE_SECONDS", default_value_t = 10)]
     pub retention_grace_seconds: u64,
+    /// When the viewer's dashboard runs.
+    #[arg(long, global = true, env = "PLAYPEN_VIEWER_DASHBOARD", value_enum, default_value_t = ViewerDashboard::OnDemand)]
+    pub viewer_dashboard: ViewerDashboard,
+    /// How long an on-demand dashboard stays up once no viewer connection is open.
+    #[arg(long, global = true, env = "PLAYPEN_VIEWER_DASHBOARD_IDLE_SECONDS", default_value_t = 300,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub viewer_dashboard_idle_seconds: u64,
+}
+
+/// When the viewer's dashboard (a Node process of about 138 MB) runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ViewerDashboard {
+    /// From a viewer's first connection until none has been open for the idle period.
+    OnDemand,
+    /// From start-up on, whether or not anyone views (the earlier behaviour).
+    Eager,
 }
 
 fn default_config_path() -> String {
@@ -69,6 +85,11 @@ impl Options {
     /// The SIGTERM budget.
     pub fn grace(&self) -> Duration {
         Duration::from_secs(self.grace_seconds)
+    }
+
+    /// How long an on-demand dashboard outlives its last viewer connection.
+    pub fn viewer_dashboard_idle(&self) -> Duration {
+        Duration::from_secs(self.viewer_dashboard_idle_seconds)
     }
 
     /// How often the mutable policy (retention, lifetime) is re-read and applied.
@@ -270,6 +291,22 @@ pub(crate) mod tests {
         assert_eq!(get("AWS_SECRET_ACCESS_KEY"), None);
         assert_eq!(get("KUBERNETES_SERVICE_HOST"), None);
         assert_eq!(get(env::RUNTIME_CONFIG), None);
+    }
+
+    #[test]
+    fn the_dashboard_runs_on_demand_unless_told_otherwise() {
+        let parse = |args: &[&str]| Cli::try_parse_from([&["playpen-session", "run"], args].concat());
+        let defaults = parse(&[]).unwrap().options;
+        assert_eq!(defaults.viewer_dashboard, ViewerDashboard::OnDemand);
+        assert_eq!(defaults.viewer_dashboard_idle(), Duration::from_secs(300));
+        let eager = parse(&["--viewer-dashboard", "eager", "--viewer-dashboard-idle-seconds", "5"]).unwrap().options;
+        assert_eq!(eager.viewer_dashboard, ViewerDashboard::Eager);
+        assert_eq!(eager.viewer_dashboard_idle(), Duration::from_secs(5));
+        assert!(parse(&["--viewer-dashboard", "never"]).is_err());
+        assert!(
+            parse(&["--viewer-dashboard-idle-seconds", "0"]).is_err(),
+            "0 would stop it between a page's request and its WebSocket"
+        );
     }
 
     #[test]

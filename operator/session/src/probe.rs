@@ -1,6 +1,7 @@
 //! `playpen-session probe`: the exec readiness probe. Ready when the daemon's
-//! socket accepts a connection and, when the viewer is enabled, the pinned
-//! port answers HTTP (any status), and a recorded session once its
+//! socket accepts a connection and, when the viewer is enabled, the relay on
+//! the pinned port answers that it can start the dashboard (which runs only
+//! while someone views), and a recorded session once its
 //! recordings run. Fails once for every in-place daemon
 //! restart it has not reported yet ([`crate::restarts`]); passes without the
 //! daemon while a fresh browser starts after an agent's own close
@@ -14,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use playpen_api::runtime_config::RuntimeConfig;
 
 use crate::run::namespace::daemon_sockets;
-use crate::run::relay::answers_http;
+use crate::run::relay::opening::viewer_ready;
 use crate::{agent_close, restarts};
 
 /// Why the session is not ready (`Ok` when it is).
@@ -32,9 +33,9 @@ pub async fn check(config: &RuntimeConfig) -> Result<(), String> {
     }
     if let Some(port) = config.viewer_port {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        if !answers_http(addr, Duration::from_secs(1)).await {
-            return Err(format!("the viewer does not answer on {addr}"));
-        }
+        viewer_ready(addr, Duration::from_secs(1))
+            .await
+            .map_err(|why| format!("the viewer does not answer on {addr}: {why}"))?;
     }
     if config.record_video || config.record_trace {
         if let Some(why) = crate::run::recording::not_yet_recording(Path::new(&config.output_dir)) {

@@ -282,10 +282,14 @@ fn auth_state_is_loaded_from_an_owner_only_copy_that_is_then_removed_and_stale_p
 
 #[test]
 fn children_die_with_a_killed_runtime() {
-    let mut session = Session::new("orphaned", Some(free_port()));
+    let port = free_port();
+    let mut session = Session::new("orphaned", Some(port));
     session.start();
     session.wait_ready(Duration::from_secs(60));
     assert!(session.browser_pids().len() == 1, "{:#?}", session.processes());
+    // The dashboard runs while someone views: one view, so that it must die too.
+    assert!(http_status(port, "/").is_some_and(|s| s.contains(" 302 ")));
+    assert!(dashboard_pid(&session).is_some(), "{:#?}", session.processes());
     let mut runtime = session.child.take().unwrap();
     runtime.kill().unwrap();
     runtime.wait().unwrap();

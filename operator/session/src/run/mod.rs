@@ -18,7 +18,6 @@ pub mod retention;
 pub(crate) mod shutdown;
 pub(crate) mod supervisor;
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -29,18 +28,20 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, watch};
 
 use crate::cli_install::{self, CoreInstall, HooksError, VerdictCache, DASHBOARD_ENTRY};
-use crate::config::{child_env, load, which, Options};
+use crate::config::{child_env, load, which, Options, ViewerDashboard};
 use crate::error::{exit, Fatal};
 use daemon::{daemon_args, AuthLoad, DaemonPlan, DaemonState};
 use reaper::Managed;
+use relay::Waits;
 use report::Reporter;
 use retention::Policy;
 use supervisor::ChildSpec;
 
 /// How long a daemon or dashboard start may take before it is torn down.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a viewer connection waits for a restarting dashboard.
-const RELAY_WAIT: Duration = Duration::from_secs(10);
+/// How long a viewer connection waits for a dashboard to start or restart:
+/// every start is given up on (and answered 503) after [`START_TIMEOUT`].
+const VIEWER_WAITS: Waits = Waits { opening: Duration::from_secs(60), upstream: START_TIMEOUT };
 /// How long a CDP connection waits for the browser to launch or restart.
 const CDP_WAIT: Duration = Duration::from_secs(30);
 
@@ -211,15 +212,21 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     // Open viewer connections: someone watching or driving counts as use.
     let viewers = Arc::new(AtomicUsize::new(0));
     if let Some(listener) = listener {
-        let (upstream_tx, upstream_rx) = watch::channel::<Option<SocketAddr>>(None);
-        tokio::spawn(relay::serve(listener, upstream_rx, RELAY_WAIT, viewers.clone()));
+        let (publisher, upstream) = relay::upstream::channel();
+        tokio::spawn(relay::serve(listener, upstream, VIEWER_WAITS, viewers.clone()));
         let dashboard_entry = prepared.install.core.join(DASHBOARD_ENTRY).display().to_string();
         let show = spec("dashboard", &prepared.node, dashboard::dashboard_args(&dashboard_entry, &config.session_name));
+        let mode = match opts.viewer_dashboard {
+            ViewerDashboard::Eager => dashboard::Mode::Eager,
+            ViewerDashboard::OnDemand => dashboard::Mode::OnDemand { idle: opts.viewer_dashboard_idle() },
+        };
+        tracing::info!(?mode, "viewer dashboard");
         dashboard_task = Some(tokio::spawn(dashboard::supervise(
             show,
             START_TIMEOUT,
+            mode,
             managed.clone(),
-            upstream_tx,
+            publisher,
             stop_rx.clone(),
         )));
     }

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::run::reaper::Managed;
-use crate::run::relay::{pump, OpenConnection};
+use crate::run::relay::{answer, pump, OpenConnection};
 use crate::run::supervisor::{run_to_end, ChildSpec};
 
 /// How long a client may take to send its request head.
@@ -143,18 +143,7 @@ async fn read_head(conn: &mut TcpStream) -> Result<Vec<u8>, request::Refusal> {
 }
 
 async fn refuse(conn: &mut TcpStream, status: u16, why: &str) -> Result<(), String> {
-    let reason = match status {
-        400 => "Bad Request",
-        403 => "Forbidden",
-        _ => "Service Unavailable",
-    };
-    let body = format!("{why}\n");
-    let response = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(response.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    answer::send(conn, status, why).await;
     Err(format!("{status}: {why}"))
 }
 

@@ -2,8 +2,11 @@
 //! with a listener it holds for its whole life (an atomic proof of
 //! ownership, so a taken port fails fast), and relays bytes both ways to the
 //! dashboard child's own ephemeral loopback port: HTTP and WebSocket pass
-//! unchanged. While the child restarts, a new connection waits a bounded time
-//! for it and is then closed cleanly, never left hanging.
+//! unchanged. The dashboard runs only while viewers need it ([`upstream`]):
+//! a viewer's first connection starts it and waits a bounded time for it;
+//! a start that fails or takes too long is answered with a 503 that says
+//! why, never left hanging. The readiness probe is answered by the relay
+//! itself ([`opening`]), so it never starts the dashboard.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,11 +15,15 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
 use crate::error::Fatal;
+use opening::Opening;
+use upstream::{Dashboard, Unavailable, Upstream};
 
+pub(crate) mod answer;
+pub(crate) mod opening;
 pub(crate) mod pump;
+pub mod upstream;
 
 /// Binds the viewer's `127.0.0.1:<port>`; never any other address.
 pub fn bind_pinned(port: u16) -> Result<TcpListener, Fatal> {
@@ -76,24 +83,32 @@ impl Drop for OpenConnection {
     }
 }
 
-/// Accepts on the pinned listener forever, relaying each connection to the
-/// current upstream (waiting at most `wait` for one to exist).
-pub async fn serve(
-    listener: TcpListener,
-    upstream: watch::Receiver<Option<SocketAddr>>,
-    wait: Duration,
-    open: Arc<AtomicUsize>,
-) {
+/// How soon a refused connect to the dashboard is tried again.
+const CONNECT_RETRY: Duration = Duration::from_millis(100);
+
+/// How long the relay waits for a connection's first bytes, and for a dashboard.
+#[derive(Debug, Clone, Copy)]
+pub struct Waits {
+    /// For the first bytes: a connection that sends nothing is closed after
+    /// this (as the dashboard's own HTTP server would).
+    pub opening: Duration,
+    /// For a dashboard to start or restart, after which the viewer gets a 503.
+    pub upstream: Duration,
+}
+
+/// Accepts on the pinned listener forever. The probe's request is answered
+/// here; a viewer's connection is counted (`open`: use of the session, and
+/// the demand that starts the dashboard) and relayed to it.
+pub async fn serve(listener: TcpListener, dashboard: Dashboard, waits: Waits, open: Arc<AtomicUsize>) {
     loop {
         match listener.accept().await {
             Ok((conn, peer)) => {
-                let upstream = upstream.clone();
-                let counted = OpenConnection::new(open.clone());
+                let dashboard = dashboard.clone();
+                let open = open.clone();
                 tokio::spawn(async move {
-                    if let Err(why) = relay_one(conn, upstream, wait).await {
+                    if let Err(why) = relay_one(conn, &dashboard, waits, open).await {
                         tracing::debug!(%peer, %why, "viewer connection closed");
                     }
-                    drop(counted);
                 });
             }
             Err(err) => {
@@ -106,19 +121,75 @@ pub async fn serve(
 
 async fn relay_one(
     mut conn: TcpStream,
-    mut upstream: watch::Receiver<Option<SocketAddr>>,
-    wait: Duration,
+    dashboard: &Dashboard,
+    waits: Waits,
+    open: Arc<AtomicUsize>,
 ) -> Result<(), String> {
-    let addr = match tokio::time::timeout(wait, upstream.wait_for(Option::is_some)).await {
-        Ok(Ok(addr)) => addr.ok_or("no upstream")?,
-        Ok(Err(_)) => return Err("the dashboard supervisor is gone".into()),
-        Err(_) => return Err(format!("no dashboard within {wait:?}")),
+    let (opening, head) = tokio::time::timeout(waits.opening, opening::read_opening(&mut conn))
+        .await
+        .map_err(|_| format!("nothing sent within {:?}", waits.opening))?
+        .map_err(|e| e.to_string())?;
+    match opening {
+        Opening::Probe => {
+            answer_probe(&mut conn, dashboard).await;
+            return Ok(());
+        }
+        Opening::Incomplete => return Err("closed before a request".into()),
+        Opening::Viewer => {}
+    }
+    let _use = OpenConnection::new(open);
+    let _viewer = dashboard.viewer();
+    let mut back = match connect_upstream(dashboard, waits.upstream).await {
+        Ok(back) => back,
+        Err(unavailable) => {
+            tracing::warn!(%unavailable, "a viewer got no dashboard (answered 503)");
+            answer::send(&mut conn, 503, &unavailable.to_string()).await;
+            return Err(unavailable.to_string());
+        }
     };
-    let mut back = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
     pump::tune(&conn);
     pump::tune(&back);
+    back.write_all(&head).await.map_err(|e| e.to_string())?;
     pump::relay(&mut conn, &mut back).await.map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// Connects to the dashboard, starting it if need be. A refused connect is
+/// retried within the wait: a dashboard that crashed or was stopped for
+/// idleness just after its address was read is still published for a moment,
+/// then withdrawn, and the retry waits for the next start.
+async fn connect_upstream(dashboard: &Dashboard, wait: Duration) -> Result<TcpStream, Unavailable> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let addr = dashboard.upstream(left).await.map_err(|unavailable| match unavailable {
+            Unavailable::TimedOut(_) => Unavailable::TimedOut(wait),
+            other => other,
+        })?;
+        match TcpStream::connect(addr).await {
+            Ok(back) => return Ok(back),
+            Err(err) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(%addr, %err, "the dashboard went away before the connect: waiting for it again");
+                tokio::time::sleep(CONNECT_RETRY).await;
+            }
+            Err(_) => return Err(Unavailable::TimedOut(wait)),
+        }
+    }
+}
+
+/// The viewer is ready when the relay answers and a supervisor is there to
+/// start the dashboard; whether the dashboard runs right now does not matter.
+async fn answer_probe(conn: &mut TcpStream, dashboard: &Dashboard) {
+    if !dashboard.supervised() {
+        return answer::send(conn, 503, &Unavailable::Closing.to_string()).await;
+    }
+    let state = match dashboard.now() {
+        Upstream::Stopped => "stopped (starts with the first viewer)".to_owned(),
+        Upstream::Starting => "starting".to_owned(),
+        Upstream::Serving(_) => "serving".to_owned(),
+        Upstream::Failed(why) => format!("its last start failed ({why}); the next viewer starts it again"),
+    };
+    answer::send(conn, 200, &format!("viewer ready; dashboard {state}")).await;
 }
 
 #[cfg(test)]
@@ -164,22 +235,38 @@ mod tests {
         addr
     }
 
-    #[tokio::test]
-    async fn bytes_flow_both_ways_and_a_late_upstream_is_waited_for() {
+    const WAITS: Waits = Waits { opening: Duration::from_secs(5), upstream: Duration::from_secs(5) };
+
+    fn serving(waits: Waits) -> (SocketAddr, upstream::Publisher, Arc<AtomicUsize>) {
         let listener = bind_pinned(0).unwrap();
         let pinned = listener.local_addr().unwrap();
         assert_eq!(pinned.ip(), Ipv4Addr::LOCALHOST);
-        let (tx, rx) = watch::channel(None);
+        let (publisher, dashboard) = upstream::channel();
         let open = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(serve(listener, rx, Duration::from_secs(5), open.clone()));
+        tokio::spawn(serve(listener, dashboard, waits, open.clone()));
+        (pinned, publisher, open)
+    }
+
+    async fn response(addr: SocketAddr, request: &[u8]) -> String {
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client.write_all(request).await.unwrap();
+        let mut text = String::new();
+        tokio::time::timeout(Duration::from_secs(10), client.read_to_string(&mut text)).await.unwrap().unwrap();
+        text
+    }
+
+    #[tokio::test]
+    async fn bytes_flow_both_ways_and_a_late_upstream_is_waited_for() {
+        let (pinned, publisher, open) = serving(WAITS);
         let mut client = TcpStream::connect(pinned).await.unwrap();
         client.write_all(b"hello").await.unwrap();
-        // The upstream appears after the client connected (a restart in progress).
+        // The dashboard comes up after the viewer connected (started for it).
         tokio::time::sleep(Duration::from_millis(200)).await;
-        tx.send(Some(echo_server().await)).unwrap();
+        assert_eq!(publisher.viewers.borrow().open, 1, "the viewer is counted: the demand for a dashboard");
+        publisher.publish(Upstream::Serving(echo_server().await));
         let mut buf = [0u8; 5];
         tokio::time::timeout(Duration::from_secs(5), client.read_exact(&mut buf)).await.unwrap().unwrap();
-        assert_eq!(&buf, b"hello");
+        assert_eq!(&buf, b"hello", "the bytes read to tell the probe from a viewer are passed on");
         assert_eq!(open.load(Ordering::Relaxed), 1, "an open viewer connection is counted (idle timeout)");
         drop(client);
         for _ in 0..50 {
@@ -189,18 +276,62 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert_eq!(open.load(Ordering::Relaxed), 0, "and uncounted once closed");
+        assert_eq!(publisher.viewers.borrow().open, 0);
     }
 
     #[tokio::test]
-    async fn without_an_upstream_a_connection_is_closed_after_the_bounded_wait() {
-        let listener = bind_pinned(0).unwrap();
-        let pinned = listener.local_addr().unwrap();
-        let (_tx, rx) = watch::channel(None);
-        tokio::spawn(serve(listener, rx, Duration::from_millis(300), Arc::default()));
+    async fn a_dashboard_gone_before_the_connect_is_waited_for_again() {
+        let (pinned, publisher, _) = serving(WAITS);
+        let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        publisher.publish(Upstream::Serving(gone));
+        let mut client = TcpStream::connect(pinned).await.unwrap();
+        client.write_all(b"hello").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        publisher.publish(Upstream::Stopped);
+        publisher.publish(Upstream::Serving(echo_server().await));
+        let mut buf = [0u8; 5];
+        tokio::time::timeout(Duration::from_secs(5), client.read_exact(&mut buf)).await.unwrap().unwrap();
+        assert_eq!(&buf, b"hello");
+    }
+
+    #[tokio::test]
+    async fn without_a_dashboard_a_viewer_gets_a_503_that_says_why() {
+        let waits = Waits { upstream: Duration::from_millis(300), ..WAITS };
+        let (pinned, publisher, _) = serving(waits);
+        let text = response(pinned, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await;
+        assert!(text.starts_with("HTTP/1.1 503 "), "{text}");
+        assert!(text.contains("not up after 300ms"), "{text}");
+        // A start that fails reaches the viewers waiting for it.
+        let waiting = tokio::spawn(response(pinned, b"GET /index.html HTTP/1.1\r\n\r\n"));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        publisher.publish(Upstream::Failed("no `Listening on` line within 60s".into()));
+        let text = waiting.await.unwrap();
+        assert!(text.contains("could not start (no `Listening on` line within 60s)"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_probe_is_answered_by_the_relay_without_starting_the_dashboard() {
+        let (pinned, publisher, open) = serving(WAITS);
+        let viewers = publisher.viewers.clone();
+        opening::viewer_ready(pinned, Duration::from_secs(5)).await.unwrap();
+        let text = response(pinned, opening::PROBE_REQUEST).await;
+        assert!(text.ends_with("viewer ready; dashboard stopped (starts with the first viewer)\n"), "{text}");
+        assert!(!viewers.has_changed().unwrap(), "no viewer was counted");
+        assert_eq!(open.load(Ordering::Relaxed), 0, "a probe is no use of the session");
+        drop(publisher);
+        let refused = opening::viewer_ready(pinned, Duration::from_secs(5)).await.unwrap_err();
+        assert!(refused.contains("the session is closing"), "{refused}");
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_sends_nothing_is_closed_after_the_opening_wait() {
+        let waits = Waits { opening: Duration::from_millis(300), ..WAITS };
+        let (pinned, publisher, _) = serving(waits);
         let mut client = TcpStream::connect(pinned).await.unwrap();
         let mut buf = [0u8; 1];
         let read = tokio::time::timeout(Duration::from_secs(5), client.read(&mut buf)).await;
         assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "closed, not hanging: {read:?}");
+        assert_eq!(publisher.viewers.borrow().open, 0, "and never counted as a viewer");
     }
 
     #[tokio::test]
