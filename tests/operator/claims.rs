@@ -20,7 +20,7 @@ use playpen_operator::leader::LeaseConfig;
 use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
 use serde_json::json;
 
-use crate::{after_scheduler_verdict, container, create, session, set_pod_status};
+use crate::{after_scheduler_verdict, container, create, lease, session, set_pod_status};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -157,16 +157,6 @@ async fn a_session_claims_a_ready_warm_pod_in_place_and_the_pool_replenishes() -
     })
     .await?;
     Ok(())
-}
-
-fn lease(ns: &str, identity: &str) -> LeaseConfig {
-    LeaseConfig {
-        name: "playpen-operator".into(),
-        namespace: ns.into(),
-        identity: identity.into(),
-        lease_duration: Duration::from_secs(4),
-        retry_period: Duration::from_millis(500),
-    }
 }
 
 /// A pool of three ready Pods in a fresh namespace, and eight sessions created at once.

@@ -8,21 +8,10 @@ use anyhow::{ensure, Context as _};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams};
 use playpen_api::BrowserSession;
-use playpen_operator::leader::LeaseConfig;
 use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
 use serde_json::json;
 
-use crate::{create, session};
-
-fn lease(ns: &str, identity: &str) -> LeaseConfig {
-    LeaseConfig {
-        name: "playpen-operator".into(),
-        namespace: ns.into(),
-        identity: identity.into(),
-        lease_duration: Duration::from_secs(4),
-        retry_period: Duration::from_millis(500),
-    }
-}
+use crate::{create, lease, session};
 
 #[tokio::test]
 async fn only_the_lease_holder_reconciles() -> anyhow::Result<()> {

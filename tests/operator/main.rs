@@ -16,6 +16,17 @@ use kube::Client;
 use playpen_api::BrowserSession;
 use serde_json::Value;
 
+/// A quick Lease for replica `identity` in `ns` (4 s terms, 0.5 s retries).
+pub fn lease(ns: &str, identity: &str) -> playpen_operator::leader::LeaseConfig {
+    playpen_operator::leader::LeaseConfig {
+        name: "playpen-operator".into(),
+        namespace: ns.into(),
+        identity: identity.into(),
+        lease_duration: std::time::Duration::from_secs(4),
+        retry_period: std::time::Duration::from_millis(500),
+    }
+}
+
 /// Creates a BrowserSession from JSON in `ns`.
 pub async fn create(client: &Client, ns: &str, body: Value) -> Result<BrowserSession, kube::Error> {
     let bs: BrowserSession = serde_json::from_value(body).map_err(kube::Error::SerdeError)?;

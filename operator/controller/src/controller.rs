@@ -2,24 +2,22 @@
 //! `Controller` watching BrowserSessions and the children they own.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::MANAGER;
-use playpen_api::text::{truncate, EVENT_NOTE_MAX_BYTES};
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode};
 use playpen_api::BrowserSession;
 use serde_json::json;
@@ -29,6 +27,7 @@ use tracing::{info, instrument, warn};
 use crate::children::{self, Identity, Settings};
 use crate::claim::{self, Refusal, Source};
 use crate::error::{Error, Result};
+use crate::guard::{self, Failures};
 use crate::leader::Fence;
 use crate::metrics::{Metrics, PhaseLabels};
 use crate::recovery::{self, Recovery, RecoveryBudget};
@@ -44,7 +43,7 @@ pub struct Context {
     /// Metrics.
     pub metrics: Arc<Metrics>,
     recorder: Recorder,
-    failures: Mutex<HashMap<String, u32>>,
+    failures: Failures,
     fence: Fence,
     recovery: RecoveryBudget,
 }
@@ -64,7 +63,7 @@ impl Context {
             client,
             settings,
             metrics,
-            failures: Mutex::default(),
+            failures: Failures::default(),
             fence: Fence::unconditional(),
             recovery: RecoveryBudget::default(),
         }
@@ -81,20 +80,7 @@ impl Context {
     }
 
     async fn publish(&self, bs: &BrowserSession, type_: EventType, reason: &str, note: String) {
-        if !self.fence.is_open() {
-            return;
-        }
-        let event = Event {
-            type_,
-            reason: reason.to_owned(),
-            // The API refuses a longer note, and notes carry text from outside.
-            note: Some(truncate(&note, EVENT_NOTE_MAX_BYTES)),
-            action: "Reconcile".to_owned(),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, &bs.object_ref(&())).await {
-            warn!(%error, reason, "could not publish event");
-        }
+        guard::publish(&self.recorder, &self.fence, &bs.object_ref(&()), type_, reason, note).await;
     }
 }
 
@@ -181,7 +167,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     }
     publish_events(&ctx, &bs, id, &new).await;
     write_status(&ctx, &bs, id, new.clone()).await?;
-    ctx.failures.lock().map(|mut f| f.remove(&key(&bs))).ok();
+    ctx.failures.clear(&key(&bs));
     Ok(match (&recovery, new.phase) {
         (Recovery::Wait { until, .. }, _) => {
             let wait = until.duration_since(now);
@@ -262,25 +248,6 @@ async fn recover(
     Ok(())
 }
 
-/// Runs one reconcile so that a panic in it becomes [`Error::Panicked`] for
-/// that object (backoff, a `ReconcileFailed` Event, the panic counter)
-/// instead of unwinding through the controller and ending the process,
-/// which would stop every other tenant's sessions.
-async fn catch_panics(reconcile: impl Future<Output = Result<Action>>, ctx: &Context) -> Result<Action> {
-    match AssertUnwindSafe(reconcile).catch_unwind().await {
-        Ok(result) => result,
-        Err(payload) => {
-            ctx.metrics.panics.inc();
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".to_owned());
-            Err(Error::Panicked(message))
-        }
-    }
-}
-
 fn key(bs: &BrowserSession) -> String {
     format!("{}/{}", bs.namespace().unwrap_or_default(), bs.name_any())
 }
@@ -289,24 +256,13 @@ fn key(bs: &BrowserSession) -> String {
 pub fn error_policy(bs: Arc<BrowserSession>, error: &Error, ctx: Arc<Context>) -> Action {
     warn!(%error, name = %bs.name_any(), "reconcile failed");
     ctx.metrics.reconcile_failed(error);
-    let attempts = ctx
-        .failures
-        .lock()
-        .map(|mut f| {
-            let n = f.entry(key(&bs)).or_insert(0);
-            *n = n.saturating_add(1);
-            *n
-        })
-        .unwrap_or(1);
-    // One Event per failure streak (and every 16th retry), so a struggling
-    // API server is not also flooded with Events.
-    if attempts == 1 || attempts.is_multiple_of(16) {
+    let attempts = ctx.failures.record(&key(&bs));
+    if guard::announce(attempts) {
         let note = error.to_string();
         let publisher = ctx.clone();
         tokio::spawn(async move { publisher.publish(&bs, EventType::Warning, "ReconcileFailed", note).await });
     }
-    let secs = 1u64 << attempts.saturating_sub(1).min(9);
-    Action::requeue(Duration::from_secs(secs.min(300)))
+    guard::backoff(attempts)
 }
 
 /// Keeps the sessions-by-phase gauge in step with the controllers' caches.
@@ -386,7 +342,7 @@ pub async fn run_with<R, F>(
                 let reconciler = reconciler.clone();
                 move |bs: Arc<BrowserSession>, ctx: Arc<Context>| {
                     let attempt = reconciler(bs, ctx.clone());
-                    async move { catch_panics(attempt, &ctx).await }
+                    async move { guard::catch_panics(attempt, &ctx.metrics).await }
                 }
             },
             error_policy,

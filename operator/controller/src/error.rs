@@ -49,6 +49,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error a failed API call `action` on `kind` `namespace/name` becomes
+    /// (for `map_err`).
+    pub fn kube(
+        action: &'static str,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+    ) -> impl Fn(kube::Error) -> Error {
+        let (namespace, name) = (namespace.to_owned(), name.to_owned());
+        move |source| Error::Kube {
+            action,
+            kind,
+            namespace: namespace.clone(),
+            name: name.clone(),
+            source: Box::new(source),
+        }
+    }
+
     /// A short label for the failure counter.
     pub fn metric_label(&self) -> &'static str {
         match self {

@@ -18,6 +18,7 @@ pub mod claim;
 pub mod controller;
 pub mod crd;
 pub mod error;
+pub mod guard;
 pub mod http;
 pub mod leader;
 pub mod metrics;

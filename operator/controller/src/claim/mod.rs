@@ -87,11 +87,6 @@ impl Refusal {
     }
 }
 
-fn kube_error(action: &'static str, kind: &'static str, ns: &str, name: &str) -> impl FnOnce(kube::Error) -> Error {
-    let (namespace, name) = (ns.to_owned(), name.to_owned());
-    move |source| Error::Kube { action, kind, namespace, name, source: Box::new(source) }
-}
-
 /// Resolves a pooled session: its effective spec, and the browser it has,
 /// claims or will start cold.
 pub async fn resolve(
@@ -104,7 +99,7 @@ pub async fn resolve(
     let ns = to.namespace;
     let pools: Api<BrowserPool> = Api::namespaced(to.client.clone(), ns);
     let Some(pool) =
-        pools.get_opt(&pool_ref.name).await.map_err(kube_error("get", "BrowserPool", ns, &pool_ref.name))?
+        pools.get_opt(&pool_ref.name).await.map_err(Error::kube("get", "BrowserPool", ns, &pool_ref.name))?
     else {
         return Ok(Err(Refusal::PoolNotFound(pool_ref.name.clone())));
     };
@@ -117,7 +112,7 @@ pub async fn resolve(
     let uid = bs.meta().uid.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
     let mine = ListParams::default().labels(&format!("{SESSION_LABEL}={}", id.name));
-    let own = pods.list(&mine).await.map_err(kube_error("list", "Pod", ns, &id.name))?.items;
+    let own = pods.list(&mine).await.map_err(Error::kube("list", "Pod", ns, &id.name))?.items;
     let own = own.into_iter().find(|p| p.owner_references().iter().any(|o| o.uid == uid && o.controller == Some(true)));
     let source = match own {
         Some(pod) if is_claimed(&pod) => {
@@ -200,7 +195,7 @@ async fn claim(
     let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
     let pool_name = pool.name_any();
     let warm = ListParams::default().labels(&format!("{POOL_LABEL}={pool_name},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
-    let candidates = pods.list(&warm).await.map_err(kube_error("list", "Pod", ns, &pool_name))?.items;
+    let candidates = pods.list(&warm).await.map_err(Error::kube("list", "Pod", ns, &pool_name))?.items;
     let hash = crate::pool::warm::template_hash(&pool.spec.template)?;
     let order = pick::order(&candidates, &hash, salt(bs));
     if order.is_empty() {
@@ -234,14 +229,14 @@ async fn claim(
                     return Ok(Some(pod));
                 }
                 Err(kube::Error::Api(s)) if s.code == 409 => {
-                    match pods.get_opt(&name).await.map_err(kube_error("get", "Pod", ns, &name))? {
+                    match pods.get_opt(&name).await.map_err(Error::kube("get", "Pod", ns, &name))? {
                         Some(fresh) if pick::claimable(&fresh, &hash) => seen = fresh,
                         // Another session took it, or it is leaving: the next one.
                         _ => break,
                     }
                 }
                 Err(kube::Error::Api(s)) if s.code == 404 => break,
-                Err(source) => return Err(kube_error("claim", "Pod", ns, &name)(source)),
+                Err(source) => return Err(Error::kube("claim", "Pod", ns, &name)(source)),
             }
         }
     }
@@ -265,9 +260,9 @@ pub async fn rehome(to: Target<'_>, claimed: &Identity) -> Result<()> {
         // A pool whose template names its own launch config Secret made none.
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => {}
-        Err(source) => return Err(kube_error("re-own", "Secret", ns, secret)(source)),
+        Err(source) => return Err(Error::kube("re-own", "Secret", ns, secret)(source)),
     }
     let map = &claimed.names.runtime_config;
-    maps.patch(map, &params, &Patch::Merge(&patch)).await.map_err(kube_error("re-own", "ConfigMap", ns, map))?;
+    maps.patch(map, &params, &Patch::Merge(&patch)).await.map_err(Error::kube("re-own", "ConfigMap", ns, map))?;
     Ok(())
 }

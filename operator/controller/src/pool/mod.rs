@@ -10,23 +10,22 @@ mod run;
 pub mod status;
 pub mod warm;
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::{
     MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM, POOL_TEMPLATE_LABEL, WARM_NAME_ANNOTATION,
 };
-use playpen_api::text::{truncate, EVENT_NOTE_MAX_BYTES};
 use playpen_api::v1alpha1::BrowserPool;
 use serde_json::json;
-use tracing::{info, instrument, warn};
+use tracing::{info, instrument};
 
 use crate::apply::{self, Child, Target};
 use crate::children::Settings;
@@ -50,7 +49,7 @@ pub struct Context {
     /// Metrics.
     pub metrics: Arc<Metrics>,
     recorder: Recorder,
-    failures: Mutex<HashMap<String, u32>>,
+    failures: crate::guard::Failures,
     fence: Fence,
 }
 
@@ -69,36 +68,13 @@ impl Context {
             client,
             settings,
             metrics,
-            failures: Mutex::default(),
+            failures: crate::guard::Failures::default(),
             fence,
         }
     }
 
     async fn publish(&self, pool: &BrowserPool, type_: EventType, reason: &str, note: String) {
-        if !self.fence.is_open() {
-            return;
-        }
-        let event = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: Some(truncate(&note, EVENT_NOTE_MAX_BYTES)),
-            action: "Reconcile".to_owned(),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, &pool.object_ref(&())).await {
-            warn!(%error, reason, "could not publish event");
-        }
-    }
-}
-
-fn kube_error(action: &'static str, kind: &'static str, namespace: &str, name: &str) -> impl Fn(kube::Error) -> Error {
-    let (namespace, name) = (namespace.to_owned(), name.to_owned());
-    move |source| Error::Kube {
-        action,
-        kind,
-        namespace: namespace.clone(),
-        name: name.clone(),
-        source: Box::new(source),
+        crate::guard::publish(&self.recorder, &self.fence, &pool.object_ref(&()), type_, reason, note).await;
     }
 }
 
@@ -142,9 +118,9 @@ pub async fn reconcile(pool: Arc<BrowserPool>, ctx: Arc<Context>) -> Result<Acti
         let patch = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool", "status": new});
         api.patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch))
             .await
-            .map_err(kube_error("patch status", "BrowserPool", &id.namespace, &id.name))?;
+            .map_err(Error::kube("patch status", "BrowserPool", &id.namespace, &id.name))?;
     }
-    ctx.failures.lock().map(|mut f| f.remove(&run::key(&pool))).ok();
+    ctx.failures.clear(&run::key(&pool));
     Ok(Action::requeue(REQUEUE))
 }
 
@@ -160,7 +136,7 @@ fn identity(pool: &BrowserPool) -> Result<PoolIdentity> {
 async fn list_pods(client: &Client, id: &PoolIdentity) -> Result<Vec<Pod>> {
     let api: Api<Pod> = Api::namespaced(client.clone(), &id.namespace);
     let params = ListParams::default().labels(&format!("{POOL_LABEL}={}", id.name));
-    Ok(api.list(&params).await.map_err(kube_error("list", "Pod", &id.namespace, &id.name))?.items)
+    Ok(api.list(&params).await.map_err(Error::kube("list", "Pod", &id.namespace, &id.name))?.items)
 }
 
 /// The plan's view of `pod`. A Pod is the pool's (warm) only while it is
@@ -242,7 +218,7 @@ async fn delete<K: Child>(
     match api.delete(name, &params).await {
         Ok(_) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(false),
-        Err(source) => Err(kube_error("delete", <K as k8s_openapi::Resource>::KIND, target.namespace, name)(source)),
+        Err(source) => Err(Error::kube("delete", <K as k8s_openapi::Resource>::KIND, target.namespace, name)(source)),
     }
 }
 
@@ -254,7 +230,7 @@ async fn sweep_orphans(client: &Client, target: Target<'_>, id: &PoolIdentity, p
         pods.iter().filter_map(|p| p.annotations().get(WARM_NAME_ANNOTATION)).map(String::as_str).collect();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &id.namespace);
     let params = ListParams::default().labels(&format!("{POOL_LABEL}={}", id.name));
-    let maps = api.list(&params).await.map_err(kube_error("list", "ConfigMap", &id.namespace, &id.name))?;
+    let maps = api.list(&params).await.map_err(Error::kube("list", "ConfigMap", &id.namespace, &id.name))?;
     for cm in maps.items {
         let owned = cm.owner_references().iter().any(|o| o.controller == Some(true) && o.uid == id.owner.uid);
         let Some(warm_name) = cm.annotations().get(WARM_NAME_ANNOTATION) else { continue };
@@ -291,7 +267,7 @@ async fn create<K: Child>(target: Target<'_>, obj: &K) -> Result<K> {
     }
     let api: Api<K> = Api::namespaced(target.client.clone(), target.namespace);
     let params = PostParams { field_manager: Some(MANAGER.to_owned()), ..PostParams::default() };
-    api.create(&params, obj).await.map_err(kube_error(
+    api.create(&params, obj).await.map_err(Error::kube(
         "create",
         <K as k8s_openapi::Resource>::KIND,
         target.namespace,

@@ -2,11 +2,10 @@
 //! NetworkPolicies and every Pod labelled with a pool.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::controller::{self, Action, Controller};
@@ -22,6 +21,7 @@ use tracing::{info, warn};
 use super::{reconcile, Context};
 use crate::children::managed_selector;
 use crate::error::{Error, Result};
+use crate::guard;
 use crate::metrics::{Metrics, PoolStateLabels};
 
 pub(super) fn key(pool: &BrowserPool) -> String {
@@ -32,40 +32,20 @@ pub(super) fn key(pool: &BrowserPool) -> String {
 fn error_policy(pool: Arc<BrowserPool>, error: &Error, ctx: Arc<Context>) -> Action {
     warn!(%error, name = %pool.name_any(), "pool reconcile failed");
     ctx.metrics.reconcile_failed(error);
-    let attempts = ctx
-        .failures
-        .lock()
-        .map(|mut f| {
-            let n = f.entry(key(&pool)).or_insert(0);
-            *n = n.saturating_add(1);
-            *n
-        })
-        .unwrap_or(1);
-    if attempts == 1 || attempts.is_multiple_of(16) {
+    let attempts = ctx.failures.record(&key(&pool));
+    if guard::announce(attempts) {
         let note = error.to_string();
         let publisher = ctx.clone();
         tokio::spawn(async move { publisher.publish(&pool, EventType::Warning, "ReconcileFailed", note).await });
     }
-    let secs = 1u64 << attempts.saturating_sub(1).min(9);
-    Action::requeue(Duration::from_secs(secs.min(300)))
+    guard::backoff(attempts)
 }
 
 /// A panic in one pool's reconcile becomes an error for that pool, not the
 /// end of the process.
 async fn catch_panics(pool: Arc<BrowserPool>, ctx: Arc<Context>) -> Result<Action> {
     let metrics = ctx.metrics.clone();
-    match AssertUnwindSafe(reconcile(pool, ctx)).catch_unwind().await {
-        Ok(result) => result,
-        Err(payload) => {
-            metrics.panics.inc();
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".to_owned());
-            Err(Error::Panicked(message))
-        }
-    }
+    guard::catch_panics(reconcile(pool, ctx), &metrics).await
 }
 
 fn api<K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>>(
