@@ -197,7 +197,8 @@ async fn claim(
     let warm = ListParams::default().labels(&format!("{POOL_LABEL}={pool_name},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
     let candidates = pods.list(&warm).await.map_err(Error::kube("list", "Pod", ns, &pool_name))?.items;
     let hash = crate::pool::warm::template_hash(&pool.spec.template)?;
-    let order = pick::order(&candidates, &hash, salt(bs));
+    let pool_uid = pool.meta().uid.clone().unwrap_or_default();
+    let order = pick::order(&candidates, &pool_uid, &hash, salt(bs));
     if order.is_empty() {
         return Ok(None);
     }
@@ -230,7 +231,7 @@ async fn claim(
                 }
                 Err(kube::Error::Api(s)) if s.code == 409 => {
                     match pods.get_opt(&name).await.map_err(Error::kube("get", "Pod", ns, &name))? {
-                        Some(fresh) if pick::claimable(&fresh, &hash) => seen = fresh,
+                        Some(fresh) if pick::claimable(&fresh, &pool_uid, &hash) => seen = fresh,
                         // Another session took it, or it is leaving: the next one.
                         _ => break,
                     }

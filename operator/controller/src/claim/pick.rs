@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Pod;
 use playpen_api::naming::{POOL_STATE_LABEL, POOL_STATE_WARM, POOL_TEMPLATE_LABEL};
 
-/// Whether `pod` is an unclaimed pool Pod of template `hash` whose browser is
-/// ready, and not on its way out.
-pub fn claimable(pod: &Pod, hash: &str) -> bool {
+/// Whether `pod` is an unclaimed Pod of the pool with UID `pool_uid` (its
+/// controller: labels alone anyone who may create Pods can forge), of
+/// template `hash`, whose browser is ready, and not on its way out.
+pub fn claimable(pod: &Pod, pool_uid: &str, hash: &str) -> bool {
     let labels = pod.metadata.labels.as_ref();
     let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
     let ready = pod
@@ -15,7 +16,9 @@ pub fn claimable(pod: &Pod, hash: &str) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-    label(POOL_STATE_LABEL) == Some(POOL_STATE_WARM)
+    let owned = pod.metadata.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == pool_uid);
+    owned
+        && label(POOL_STATE_LABEL) == Some(POOL_STATE_WARM)
         && label(POOL_TEMPLATE_LABEL) == Some(hash)
         && pod.metadata.deletion_timestamp.is_none()
         && ready
@@ -26,9 +29,9 @@ pub fn claimable(pod: &Pod, hash: &str) -> bool {
 /// first within a node (it has waited longest); a session's `salt` rotates
 /// the order within a node, so a burst of claims mostly tries different
 /// Pods instead of all racing for the same one.
-pub fn order<'a>(pods: &'a [Pod], hash: &str, salt: u64) -> Vec<&'a Pod> {
+pub fn order<'a>(pods: &'a [Pod], pool_uid: &str, hash: &str, salt: u64) -> Vec<&'a Pod> {
     let mut by_node: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
-    for pod in pods.iter().filter(|p| claimable(p, hash)) {
+    for pod in pods.iter().filter(|p| claimable(p, pool_uid, hash)) {
         let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("");
         by_node.entry(node).or_default().push(pod);
     }
@@ -52,12 +55,19 @@ pub fn order<'a>(pods: &'a [Pod], hash: &str, salt: u64) -> Vec<&'a Pod> {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{PodCondition, PodSpec, PodStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+
+    const POOL_UID: &str = "pool-uid";
 
     fn pod(name: &str, node: &str, hash: &str, state: &str, ready: bool, age: i64) -> Pod {
         Pod {
             metadata: ObjectMeta {
                 name: Some(name.into()),
+                owner_references: Some(vec![OwnerReference {
+                    controller: Some(true),
+                    uid: POOL_UID.into(),
+                    ..OwnerReference::default()
+                }]),
                 labels: Some(BTreeMap::from([
                     (POOL_STATE_LABEL.to_owned(), state.to_owned()),
                     (POOL_TEMPLATE_LABEL.to_owned(), hash.to_owned()),
@@ -89,10 +99,15 @@ mod tests {
             pod("stale", "n1", "old", "warm", true, 10),
             pod("taken", "n1", "abc", "claimed", true, 10),
         ];
-        assert_eq!(names(order(&pods, "abc", 0)), ["ok"]);
+        assert_eq!(names(order(&pods, POOL_UID, "abc", 0)), ["ok"]);
         let mut leaving = pod("leaving", "n1", "abc", "warm", true, 10);
         leaving.metadata.deletion_timestamp = leaving.metadata.creation_timestamp.clone();
-        assert!(!claimable(&leaving, "abc"));
+        assert!(!claimable(&leaving, POOL_UID, "abc"));
+        // Labels alone do not make a Pod the pool's: a forged one is never handed out.
+        let mut forged = pod("forged", "n1", "abc", "warm", true, 10);
+        forged.metadata.owner_references = None;
+        assert!(!claimable(&forged, POOL_UID, "abc"));
+        assert!(!claimable(&pod("other", "n1", "abc", "warm", true, 10), "another-pool", "abc"));
     }
 
     #[test]
@@ -103,9 +118,9 @@ mod tests {
             pod("b2", "b", "h", "warm", true, 9),
             pod("b3", "b", "h", "warm", true, 3),
         ];
-        assert_eq!(names(order(&pods, "h", 0)), ["b2", "b3", "b1", "a1"]);
+        assert_eq!(names(order(&pods, POOL_UID, "h", 0)), ["b2", "b3", "b1", "a1"]);
         // Another session starts elsewhere in the node's list; every Pod is still tried.
-        let mut rotated = names(order(&pods, "h", 1));
+        let mut rotated = names(order(&pods, POOL_UID, "h", 1));
         assert_eq!(rotated[..3], ["b3", "b1", "b2"]);
         rotated.sort_unstable();
         assert_eq!(rotated, ["a1", "b1", "b2", "b3"]);
