@@ -1,12 +1,14 @@
-//! The chart's opt-in ValidatingAdmissionPolicy on the real API server: a
-//! BrowserSession may reference only the Secrets and ServiceAccount its
-//! namespace's annotations allow, and every refusal names the field.
+//! The chart's opt-in ValidatingAdmissionPolicies on the real API server: a
+//! BrowserSession, and a BrowserPool's template, may reference only the
+//! Secrets and ServiceAccount its namespace's annotations allow, and every
+//! refusal names the field.
 
 use std::time::Duration;
 
 use anyhow::{bail, ensure};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use playpen_api::v1alpha1::BrowserPool;
 use playpen_api::BrowserSession;
 use playpen_tests::{client, ensure_crd, eventually, TestNamespace};
 use serde_json::{json, Value};
@@ -18,6 +20,17 @@ async fn admit(api: &Api<BrowserSession>, name: &str, spec: Value) -> anyhow::Re
     let bs: BrowserSession = serde_json::from_value(json!({"apiVersion": "playpen.dev/v1alpha1",
         "kind": "BrowserSession", "metadata": {"name": name}, "spec": spec}))?;
     match api.create(&PostParams { dry_run: true, ..PostParams::default() }, &bs).await {
+        Ok(_) => Ok(Ok(())),
+        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 403 => Ok(Err(status.message)),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Creates (dry run) a pool with `template`.
+async fn admit_pool(api: &Api<BrowserPool>, template: Value) -> anyhow::Result<Result<(), String>> {
+    let pool: BrowserPool = serde_json::from_value(json!({"apiVersion": "playpen.dev/v1alpha1",
+        "kind": "BrowserPool", "metadata": {"name": "pool"}, "spec": {"template": template}}))?;
+    match api.create(&PostParams { dry_run: true, ..PostParams::default() }, &pool).await {
         Ok(_) => Ok(Ok(())),
         Err(kube::Error::Api(status)) if status.code == 422 || status.code == 403 => Ok(Err(status.message)),
         Err(other) => Err(other.into()),
@@ -95,6 +108,40 @@ async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -
         match admit(&api, "refused", spec.clone()).await? {
             Ok(()) => bail!("accepted, expected {want:?}: {spec}"),
             Err(message) => ensure!(message.contains(want), "expected {want:?} in {message}"),
+        }
+    }
+    // A pool's template becomes browser Pods too: the same references are checked there.
+    let pools: Api<BrowserPool> = Api::namespaced(client.clone(), g);
+    let template = |extra: Value| {
+        let mut t = json!({"image": "i"});
+        if let Some(o) = t.as_object_mut() {
+            o.extend(extra.as_object().cloned().unwrap_or_default());
+        }
+        t
+    };
+    let verdict = admit_pool(
+        &pools,
+        template(json!({"launchConfig": {"secretRef": {"name": "launch-ok"}},
+        "imagePullSecrets": [{"name": "pull-ok"}], "pod": {"serviceAccountName": "agent-sa"}})),
+    )
+    .await?;
+    ensure!(verdict.is_ok(), "a pool with listed references is allowed: {verdict:?}");
+    for (extra, want) in [
+        (
+            json!({"launchConfig": {"secretRef": {"name": "launch-bad"}}}),
+            "spec.template.launchConfig.secretRef.name: Secret launch-bad",
+        ),
+        (json!({"imagePullSecrets": [{"name": "x"}]}), "spec.template.imagePullSecrets[].name: Secret x"),
+        (
+            json!({"pod": {"serviceAccountName": "default"}}),
+            "spec.template.pod.serviceAccountName: ServiceAccount default",
+        ),
+    ] {
+        match admit_pool(&pools, template(extra.clone())).await? {
+            Ok(()) => bail!("pool accepted, expected {want:?}: {extra}"),
+            Err(message) => {
+                ensure!(message.contains(want) && message.contains("BrowserPools"), "expected {want:?} in {message}")
+            }
         }
     }
     // A namespace the binding does not select is not restricted.
