@@ -29,6 +29,10 @@ pub const AUTH_STATE_DIR: &str = "/etc/playpen/auth";
 pub const AUTH_STATE_FILE: &str = "state.json";
 /// The session runtime binary, the browser container's PID 1.
 pub const SESSION_RUNTIME_BIN: &str = "/usr/local/bin/playpen-session";
+/// The browser container's readiness probe timeout. The probe waits for the
+/// first success up to a little less than this (see the runtime's `probe`),
+/// so a fresh session turns Ready as soon as it is, not a probe period later.
+pub const READINESS_PROBE_TIMEOUT_SECONDS: i32 = 3;
 /// Where the container writes its termination message.
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 /// `HOME` in the Pod: a directory under [`DATA_HOME`] (the root filesystem is

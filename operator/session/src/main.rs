@@ -34,7 +34,7 @@ fn main() {
         match cli.command {
             Command::Run => run::run(cli.options).await,
             Command::Probe => match load(std::path::Path::new(&cli.options.config)) {
-                Ok(config) => match probe::check(&config).await {
+                Ok(config) => match probe::check_waiting(&config, probe::startup_wait()).await {
                     Ok(()) => exit::ENDED,
                     Err(why) => {
                         println!("not ready: {why}");

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use playpen_api::layout::{
     daemon_session_dir, env, sockets_dir, AUTH_STATE_DIR, AUTH_STATE_FILE, DATA_HOME, HOME_DIR, LAUNCH_CONFIG_DIR,
-    PROFILE_DIR, RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, SESSION_RUNTIME_BIN, SNAPSHOT_DIR, TERMINATION_MESSAGE_PATH,
-    TMP_DIR,
+    PROFILE_DIR, READINESS_PROBE_TIMEOUT_SECONDS, RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, SESSION_RUNTIME_BIN,
+    SNAPSHOT_DIR, TERMINATION_MESSAGE_PATH, TMP_DIR,
 };
 use playpen_api::v1alpha1::{SandboxMode, DEFAULT_SHM_SIZE, DEFAULT_SNAPSHOT_SIZE_LIMIT};
 use playpen_api::BrowserSession;
@@ -242,7 +242,9 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
         readiness_probe: Some(Probe {
             exec: Some(ExecAction { command: Some(vec![SESSION_RUNTIME_BIN.into(), "probe".into()]) }),
             period_seconds: Some(2),
-            timeout_seconds: Some(2),
+            // The probe holds until the first success (within this), so a
+            // fresh browser is Ready when it is, not at the next period.
+            timeout_seconds: Some(READINESS_PROBE_TIMEOUT_SECONDS),
             // One failure flips readiness: the runtime fails exactly one probe per
             // in-place browser restart, which is how the status learns of it.
             failure_threshold: Some(1),
