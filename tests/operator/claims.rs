@@ -8,11 +8,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context as _};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL, SESSION_LABEL};
+use playpen_api::naming::{DELIVERED_ANNOTATION, POOL_LABEL, POOL_STATE_LABEL, SESSION_LABEL, WARM_NAME_ANNOTATION};
 use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::{condition, BrowserPool};
 use playpen_api::{BrowserSession, BrowserSessionStatus};
@@ -291,4 +291,66 @@ async fn what_a_warm_browser_cannot_take_goes_cold_and_contradictions_fail_by_fi
     let neither = create(&client, n, session("neither", json!({}))).await;
     ensure!(neither.is_err(), "a session with neither image nor pool was admitted");
     Ok(())
+}
+
+#[tokio::test]
+async fn auth_state_reaches_a_claimed_pod_through_its_own_secret_and_a_kubelet_nudge() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "authclaim").await?;
+    let n = ns.name.as_str();
+    let _op = RunningOperator::start(&client, n, None).await?;
+    create_pool(&client, n, "logins", 1).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    let ready = ready_warm_pods(&pods, "logins", 1).await?;
+    let warm_pod = pods.get(&ready[0]).await?;
+    let warm = warm_pod.annotations().get(WARM_NAME_ANNOTATION).context("warm name")?.clone();
+    let slot = warm_pod.spec.as_ref().and_then(|s| s.volumes.clone()).unwrap_or_default();
+    let slot = slot.iter().find(|v| v.name == "auth-state").and_then(|v| v.secret.clone()).context("no slot")?;
+    ensure!(slot.secret_name == Some(format!("{warm}-auth")) && slot.optional == Some(true), "{slot:?}");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), n);
+    ensure!(secrets.get_opt(&format!("{warm}-auth")).await?.is_none(), "a warm Pod holds no one's state");
+
+    let state = r#"{"cookies":[],"origins":[]}"#;
+    let login: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "login"}, "stringData": {"s.json": state}}))?;
+    secrets.create(&PostParams::default(), &login).await?;
+    let spec = json!({"pool": {"name": "logins"}, "authState": {"secretRef": {"name": "login", "key": "s.json"}}});
+    create(&client, n, session("authed", spec)).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let status = status_when(&sessions, "authed", "claimed", |s| s.pool.as_ref().is_some_and(|p| p.claimed)).await?;
+    ensure!(status.pod_name.as_deref() == Some(ready[0].as_str()), "claimed {:?}", status.pod_name);
+
+    // The copy: the state alone, under the Pod's key, the session's to delete.
+    let uid = sessions.get("authed").await?.uid().context("uid")?;
+    let copy = eventually(WAIT, || async { Ok(secrets.get(&format!("{warm}-auth")).await?) }).await?;
+    let data = copy.data.clone().unwrap_or_default();
+    ensure!(data.keys().collect::<Vec<_>>() == ["state.json"], "{:?}", data.keys());
+    ensure!(data["state.json"].0 == state.as_bytes(), "the copy holds another state");
+    ensure!(copy.owner_references().iter().all(|o| o.uid == uid), "{:?}", copy.owner_references());
+    // runtime.json names it, and the Pod is annotated so the kubelet syncs now.
+    let map = Api::<ConfigMap>::namespaced(client.clone(), n).get(&format!("{warm}-runtime")).await?;
+    let runtime: RuntimeConfig =
+        serde_json::from_str(map.data.as_ref().and_then(|d| d.get("runtime.json")).context("runtime.json")?)?;
+    ensure!(runtime.auth_state_file.as_deref() == Some("/etc/playpen/auth/state.json"), "{runtime:?}");
+    let pod = eventually(WAIT, || async {
+        let pod = pods.get(&ready[0]).await?;
+        ensure!(pod.annotations().contains_key(DELIVERED_ANNOTATION), "not annotated: {:?}", pod.annotations());
+        Ok(pod)
+    })
+    .await?;
+    // A no-op reconcile writes nothing to the Pod.
+    let version = pod.resource_version();
+    sessions
+        .patch("authed", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"poke": "1"}}})))
+        .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ensure!(pods.get(&ready[0]).await?.resource_version() == version, "a no-op reconcile patched the Pod");
+
+    sessions.delete("authed", &DeleteParams::foreground()).await?;
+    eventually(WAIT, || async {
+        ensure!(secrets.get_opt(&format!("{warm}-auth")).await?.is_none(), "the state copy outlives its session");
+        Ok(())
+    })
+    .await
 }

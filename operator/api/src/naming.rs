@@ -30,6 +30,23 @@ pub const WARM_SESSION_NAME_ANNOTATION: &str = "playpen.dev/session-name";
 /// Annotation of a warm pool Pod: its socket namespace (8 hex), which a
 /// claiming session reports instead of the one its own UID would give.
 pub const WARM_SOCKET_NAMESPACE_ANNOTATION: &str = "playpen.dev/socket-namespace";
+/// Annotation of a claimed pool Pod: a digest of the per-session settings
+/// delivered to it (runtime config, auth state). Changing it makes the
+/// kubelet sync the Pod, which refreshes its ConfigMap and Secret volumes at
+/// once instead of at its next periodic sync (about a minute).
+pub const DELIVERED_ANNOTATION: &str = "playpen.dev/delivered";
+
+/// The optional Secret a warm Pod mounts at the auth state path: empty while
+/// warm, written with the claiming session's auth state.
+pub fn warm_auth_secret(warm_name: &str) -> String {
+    format!("{warm_name}-auth")
+}
+
+/// A short digest of `parts` (for [`DELIVERED_ANNOTATION`]).
+pub fn delivery_digest(parts: &[&str]) -> String {
+    hex_digest(parts)[..16].to_owned()
+}
+
 /// Hex characters of a pool template hash (label value and warm-name part).
 pub const POOL_TEMPLATE_HASH_HEX: usize = 6;
 

@@ -152,6 +152,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let pod = match pooled.as_ref().map(|p| &p.source) {
         Some(Source::Claimed(pod)) => {
             apply::apply_all_but_the_pod(target, &children).await?;
+            claim::deliver::deliver(target, session, id, pod, &children.runtime_config).await?;
             Some((**pod).clone())
         }
         _ => apply::apply_children(target, &children, missing.is_empty() && !gave_up).await?,

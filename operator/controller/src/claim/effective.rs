@@ -42,10 +42,10 @@ pub fn template_conflicts(session: &BrowserSessionSpec) -> Vec<&'static str> {
 /// Why a warm browser cannot serve `session`, if it cannot: what must be in
 /// place when the browser starts. Idle timeout, lifetime and retention
 /// reach a claimed Pod through its runtime ConfigMap; egress through the
-/// session's NetworkPolicy.
+/// session's NetworkPolicy; auth state through the Pod's own Secret, loaded
+/// into the running browser ([`super::deliver`]).
 pub fn cold_start_reason(session: &BrowserSessionSpec) -> Option<String> {
     let needs = [
-        ("spec.authState", "is loaded when the browser starts", session.auth_state.is_some()),
         ("spec.profile", "is the browser's user data directory", session.profile.is_some()),
         ("spec.recording", "starts with the browser", session.recording.video || session.recording.trace),
         ("spec.agent", "is a container of the browser's Pod", session.agent.is_some()),
@@ -105,7 +105,7 @@ mod tests {
         assert_eq!(cold_start_reason(&session(serde_json::json!({"idleTimeoutSeconds": 5}))), None);
         let mut s = session(serde_json::json!({}));
         s.auth_state = Some(AuthState { secret_ref: SecretKeyRef { name: "login".into(), key: None } });
-        assert!(cold_start_reason(&s).unwrap().starts_with("spec.authState is loaded when the browser starts"));
+        assert_eq!(cold_start_reason(&s), None, "a claimed browser loads auth state while it runs");
         s.auth_state = None;
         s.recording = Recording { video: false, trace: true };
         assert!(cold_start_reason(&s).unwrap().starts_with("spec.recording"));

@@ -10,6 +10,7 @@
 //! the next Pod. The session's NetworkPolicy exists before the Pod's labels
 //! change, so a claimed browser is never without its egress policy.
 
+pub mod deliver;
 pub mod effective;
 pub mod pick;
 

@@ -5,11 +5,12 @@
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, KeyToPath, Pod, Secret, SecretVolumeSource, Volume, VolumeMount};
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicySpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use playpen_api::layout::{AUTH_STATE_DIR, AUTH_STATE_FILE};
 use playpen_api::naming::{
-    pool_template_hash, socket_namespace, ChildNames, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM,
+    pool_template_hash, socket_namespace, warm_auth_secret, ChildNames, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM,
     POOL_TEMPLATE_LABEL, SESSION_LABEL, WARM_NAME_ANNOTATION, WARM_SESSION_NAME_ANNOTATION,
     WARM_SOCKET_NAMESPACE_ANNOTATION,
 };
@@ -134,8 +135,37 @@ pub fn warm_children(
     }
     mark(&mut runtime_config.metadata);
     mark(&mut pod.metadata);
+    mount_auth_state_slot(&mut pod, &fresh.warm_name);
     Ok(WarmChildren { launch_secret, runtime_config, pod })
 }
+
+/// The warm browser's slot for a claiming session's auth state: an optional
+/// Secret that does not exist while the Pod is warm (an empty directory),
+/// written by the claim; the kubelet then fills the mount in place.
+fn mount_auth_state_slot(pod: &mut Pod, warm_name: &str) {
+    let Some(spec) = pod.spec.as_mut() else { return };
+    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+        name: AUTH_STATE_VOLUME.into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(warm_auth_secret(warm_name)),
+            items: Some(vec![KeyToPath { key: AUTH_STATE_FILE.into(), path: AUTH_STATE_FILE.into(), mode: None }]),
+            default_mode: Some(0o440),
+            optional: Some(true),
+        }),
+        ..Volume::default()
+    });
+    if let Some(browser) = spec.containers.iter_mut().find(|c| c.name == children::BROWSER_CONTAINER) {
+        browser.volume_mounts.get_or_insert_with(Vec::new).push(VolumeMount {
+            name: AUTH_STATE_VOLUME.into(),
+            mount_path: AUTH_STATE_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+    }
+}
+
+/// The warm Pod's auth state volume (the name a cold session's uses).
+const AUTH_STATE_VOLUME: &str = "auth-state";
 
 /// `<pool>-warm`: no ingress and no egress for the pool's unclaimed Pods (a
 /// warm browser loads nothing; a claimed Pod leaves its selector and its

@@ -146,3 +146,27 @@ fn the_warm_spec_has_no_egress_so_the_session_policy_is_never_needed() {
     let spec = template(json!({"image": "i"})).warm_session_spec();
     assert_eq!(spec.network.egress.mode, playpen_api::v1alpha1::EgressMode::DenyAll);
 }
+
+#[test]
+fn a_warm_pod_has_an_optional_read_only_slot_for_a_claims_auth_state() {
+    let built = warm_children(
+        &pool_id("shop"),
+        &template(json!({"image": "i"})),
+        "abc123",
+        &fresh("shop"),
+        &Settings::default(),
+    )
+    .expect("build");
+    let spec = built.pod.spec.expect("spec");
+    let volume = spec.volumes.iter().flatten().find(|v| v.name == AUTH_STATE_VOLUME).expect("volume");
+    let secret = volume.secret.clone().expect("a Secret volume");
+    assert_eq!(secret.secret_name.as_deref(), Some("shop-abc123-x1y2z-auth"));
+    assert_eq!(secret.optional, Some(true), "the Secret exists only once a session with auth state claims the Pod");
+    assert_eq!(secret.default_mode, Some(0o440));
+    let browser = spec.containers.iter().find(|c| c.name == children::BROWSER_CONTAINER).expect("browser");
+    let mount = browser.volume_mounts.iter().flatten().find(|m| m.name == AUTH_STATE_VOLUME).expect("mount");
+    assert_eq!((mount.mount_path.as_str(), mount.read_only), (AUTH_STATE_DIR, Some(true)));
+    for other in spec.containers.iter().filter(|c| c.name != children::BROWSER_CONTAINER) {
+        assert!(other.volume_mounts.iter().flatten().all(|m| m.name != AUTH_STATE_VOLUME), "{}", other.name);
+    }
+}

@@ -90,6 +90,9 @@ pub struct DaemonPlan {
 pub struct AuthLoad {
     /// The mounted state file.
     pub source: PathBuf,
+    /// Whether the session's config named it at start (a warm Pod's file
+    /// appears only once a session with auth state claims it).
+    pub required: bool,
     /// Its owner-only copy in the namespace.
     pub copy: PathBuf,
     /// `playwright-cli state-load <copy>`.
@@ -97,7 +100,10 @@ pub struct AuthLoad {
 }
 
 impl AuthLoad {
-    async fn load(&self, managed: &Managed) {
+    pub(crate) async fn load(&self, managed: &Managed) {
+        if !self.required && !self.source.exists() {
+            return;
+        }
         if let Err(err) = copy_owner_only(&self.source, &self.copy) {
             tracing::error!(source = %self.source.display(), %err, "cannot copy the auth state; the session starts without it");
             return;

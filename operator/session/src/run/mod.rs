@@ -2,6 +2,7 @@
 //! and namespace, CLI attribution and hooks, browser readiness, pinned
 //! port), then the supervised children, retention, and the wait for SIGTERM.
 
+pub(crate) mod auth;
 pub(crate) mod cdp;
 pub(crate) mod daemon;
 pub(crate) mod dashboard;
@@ -166,11 +167,15 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         cwd: prepared.home.clone(),
     };
     let entry = prepared.install.daemon_entry().display().to_string();
-    let auth = config.auth_state_file.as_ref().map(|source| {
+    // Always planned: a warm Pod's state file appears when a session with
+    // auth state claims it, and a restarted daemon must load it again.
+    let auth = {
         let copy = profile::auth_copy_path(Path::new(&config.sockets_dir));
         let command = spec("state-load", &prepared.launcher, profile::state_load_args(&config.session_name, &copy));
-        AuthLoad { source: source.into(), copy, command }
-    });
+        let source = config.auth_state_file.clone().unwrap_or_else(auth::delivered_path);
+        Some(AuthLoad { source: source.into(), required: config.auth_state_file.is_some(), copy, command })
+    };
+    let follower = auth.clone();
     let recorder = (config.record_video || config.record_trace).then(|| recording::Recorder {
         video: config.record_video,
         trace: config.record_trace,
@@ -208,6 +213,9 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     let (exited_tx, _exited_rx) = mpsc::unbounded_channel();
     let mut daemon_task =
         tokio::spawn(crate::run::daemon::supervise(plan, managed.clone(), state_tx, stop_rx.clone(), exited_tx));
+    if let Some(load) = follower {
+        tokio::spawn(auth::follow(opts.config.clone().into(), load, managed.clone(), state_rx.clone()));
+    }
     let mut dashboard_task = None;
     // Open viewer connections: someone watching or driving counts as use.
     let viewers = Arc::new(AtomicUsize::new(0));
