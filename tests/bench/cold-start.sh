@@ -25,4 +25,4 @@ export PLAYPEN_KUBECTL
   --set seccompProfileInstaller.image.tag=bookworm,seccompProfileInstaller.image.pullPolicy=Never >/dev/null
 trap '"$HELM" uninstall playpen-bench -n "$RELEASE_NS" >/dev/null 2>&1 || true' EXIT
 cargo build --release --locked -p playpen-tests --bin bench-cold-start
-target/release/bench-cold-start "$N" "$NS"
+"${CARGO_TARGET_DIR:-target}/release/bench-cold-start" "$N" "$NS"

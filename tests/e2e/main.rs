@@ -13,6 +13,7 @@ mod hostile;
 mod kubectl;
 mod network;
 mod plugin;
+mod pool;
 mod recording;
 mod session;
 mod setup;
@@ -26,7 +27,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     let client = client().await?;
     let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
     let (b, system) = (installed.team_b.name.as_str(), installed.system.name.as_str());
-    let (main, isolation, hostile, viewer, cdp, plugin, recorded) = tokio::join!(
+    let (main, isolation, hostile, viewer, cdp, plugin, recorded, pooled) = tokio::join!(
         session::drive_view_recover_delete(&client, &installed),
         session::isolation_and_disabled(&client, &installed),
         hostile::non_ascii_executable_is_reported_not_fatal(&client, b, system),
@@ -34,6 +35,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
         cdp::playwright_and_puppeteer_drive_the_session(&client, &installed),
         plugin::plugin_drives_a_session(&client, &installed),
         recording::a_deleted_session_leaves_its_recordings(&client, &installed),
+        pool::a_warm_pool_serves_sessions(&client, &installed),
     );
     let survived = hostile::operator_never_restarted(&client, system).await;
     let uninstalled = setup::uninstall(&client, &installed).await;
@@ -44,6 +46,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     cdp.context("Playwright and Puppeteer over CDP")?;
     plugin.context("kubectl playpen on a real session")?;
     recorded.context("a recorded session's video and trace after its deletion")?;
+    pooled.context("a warm pool on the kubelet")?;
     survived.context("the operator across the whole suite")?;
     uninstalled
 }
