@@ -194,10 +194,8 @@ fn is_claimed(pod: &Pod) -> bool {
 /// The cold start as the last status said it.
 fn previous_cold(bs: &BrowserSession) -> Source {
     let said = bs.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == condition::POOL_CLAIMED));
-    let reason = match said.map(|c| c.reason.as_str()) {
-        Some("NeedsColdStart") => ColdReason::NeedsColdStart,
-        _ => ColdReason::PoolEmpty,
-    };
+    let needs = said.is_some_and(|c| c.reason == ColdReason::NeedsColdStart.as_str());
+    let reason = if needs { ColdReason::NeedsColdStart } else { ColdReason::PoolEmpty };
     let message = said.map_or_else(|| "this session started cold".to_owned(), |c| c.message.clone());
     Source::Cold { reason, message }
 }
