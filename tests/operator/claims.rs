@@ -2,7 +2,11 @@
 //! ready warm Pod is claimed in place and the pool replenishes; a burst of
 //! claims gives each ready Pod to one session (the extra sessions start cold
 //! and say so), even from two replicas that both write; what a warm browser cannot take sends a session
-//! cold; a missing pool or a template field set on the session fails it.
+//! cold; a missing pool or a template field set on the session fails it;
+//! a pool with `whenEmpty: Wait` keeps a session Pending until a Pod is
+//! ready, and the ready Pod wakes it. Each session's `Claimed` or
+//! `ColdStart` Event comes once; the claim metrics are read from
+//! `/metrics`.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -17,7 +21,7 @@ use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::{condition, BrowserPool};
 use playpen_api::{BrowserSession, BrowserSessionStatus};
 use playpen_operator::leader::LeaseConfig;
-use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
+use playpen_tests::{client, ensure_crd, eventually, http_get, RunningOperator, TestNamespace};
 use serde_json::json;
 
 use crate::{after_scheduler_verdict, container, create, lease, session, set_pod_status};
@@ -25,9 +29,20 @@ use crate::{after_scheduler_verdict, container, create, lease, session, set_pod_
 const WAIT: Duration = Duration::from_secs(60);
 
 async fn create_pool(client: &Client, ns: &str, name: &str, min_ready: i32) -> anyhow::Result<()> {
+    create_pool_when_empty(client, ns, name, min_ready, "ColdStart").await
+}
+
+async fn create_pool_when_empty(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    min_ready: i32,
+    when_empty: &str,
+) -> anyhow::Result<()> {
     let pool: BrowserPool = serde_json::from_value(json!({
         "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool", "metadata": {"name": name},
-        "spec": {"minReady": min_ready, "template": {"image": "playpen/browser:pool", "imagePullPolicy": "Never",
+        "spec": {"minReady": min_ready, "whenEmpty": when_empty,
+            "template": {"image": "playpen/browser:pool", "imagePullPolicy": "Never",
             "launchConfig": {"executablePath": "/usr/bin/chromium"}}}
     }))?;
     Api::<BrowserPool>::namespaced(client.clone(), ns).create(&PostParams::default(), &pool).await?;
@@ -90,6 +105,33 @@ async fn status_when(
     .await
 }
 
+/// (type, reason, message) of the Events about session `name` with one of `reasons`.
+async fn claim_events(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<(String, String, String)>> {
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
+    Ok(events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .filter(|e| matches!(e.reason.as_deref(), Some("Claimed" | "ColdStart")))
+        .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect())
+}
+
+/// The value of the sample `series` (name and labels) on `/metrics`.
+async fn sample(op: &RunningOperator, series: &str) -> anyhow::Result<f64> {
+    let (code, text) = http_get(op.handles.http_addr, "/metrics").await?;
+    ensure!(code == 200, "/metrics answered {code}");
+    let line = text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')).with_context(|| {
+        format!(
+            "no {series} on /metrics:\n{}",
+            text.lines().filter(|l| l.contains("pool_")).collect::<Vec<_>>().join("\n")
+        )
+    })?;
+    Ok(line.trim().parse()?)
+}
+
 fn pool_claimed(status: &BrowserSessionStatus) -> Option<(String, String, String)> {
     let c = status.conditions.iter().find(|c| c.type_ == condition::POOL_CLAIMED)?;
     Some((c.status.clone(), c.reason.clone(), c.message.clone()))
@@ -101,7 +143,7 @@ async fn a_session_claims_a_ready_warm_pod_in_place_and_the_pool_replenishes() -
     ensure_crd(&client).await?;
     let ns = TestNamespace::new(&client, "claim").await?;
     let n = ns.name.as_str();
-    let _op = RunningOperator::start(&client, n, None).await?;
+    let op = RunningOperator::start(&client, n, None).await?;
     create_pool(&client, n, "agents", 2).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), n);
     let ready = ready_warm_pods(&pods, "agents", 2).await?;
@@ -146,6 +188,14 @@ async fn a_session_claims_a_ready_warm_pod_in_place_and_the_pool_replenishes() -
         Ok(())
     })
     .await?;
+
+    // Said once, though the session was reconciled again since (its Pod, the pool's refill).
+    let events = claim_events(&client, n, "task").await?;
+    ensure!(events.len() == 1, "one Claimed Event: {events:?}");
+    ensure!(events[0].0 == "Normal" && events[0].1 == "Claimed" && events[0].2.contains(&pod_name), "{events:?}");
+    ensure!(events[0].2.contains("BrowserPool agents"), "{events:?}");
+    ensure!(sample(&op, "playpen_pool_claim_duration_seconds_count{result=\"claimed\"}").await? == 1.0, "one claim");
+    ensure!(sample(&op, "playpen_pool_wait_seconds_count{result=\"claimed\"}").await? == 1.0, "one wait");
 
     // Deleting the session deletes its Pod (never returned to the pool).
     sessions.delete("task", &DeleteParams::foreground()).await?;
@@ -267,6 +317,9 @@ async fn what_a_warm_browser_cannot_take_goes_cold_and_contradictions_fail_by_fi
     let image = cold.spec.and_then(|s| s.containers.into_iter().next()).and_then(|c| c.image);
     ensure!(image.as_deref() == Some("playpen/browser:pool"), "the cold start runs the template: {image:?}");
     ensure!(pool_pods(&pods, "warm", "claimed").await?.is_empty(), "no warm Pod was taken");
+    let events = claim_events(&client, n, "traced").await?;
+    ensure!(events.len() == 1 && events[0].0 == "Normal", "a cold start by design is Normal, once: {events:?}");
+    ensure!(events[0].2.starts_with("NeedsColdStart: spec.recording"), "{events:?}");
 
     create(&client, n, session("clash", json!({"pool": {"name": "warm"}, "viewer": {"port": 9400}}))).await?;
     let status = status_when(&sessions, "clash", "refused", |s| {
@@ -353,4 +406,62 @@ async fn auth_state_reaches_a_claimed_pod_through_its_own_secret_and_a_kubelet_n
         Ok(())
     })
     .await
+
+async fn a_session_on_an_empty_waiting_pool_stays_pending_until_a_ready_pod_wakes_it() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "wait").await?;
+    let n = ns.name.as_str();
+    let op = RunningOperator::start(&client, n, None).await?;
+    create_pool_when_empty(&client, n, "patient", 1, "Wait").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    eventually(WAIT, || async {
+        let warm = pool_pods(&pods, "patient", "warm").await?;
+        ensure!(warm.len() == 1, "{} warm Pods, waiting for 1", warm.len());
+        Ok(())
+    })
+    .await?;
+
+    let created = tokio::time::Instant::now();
+    create(&client, n, session("waiter", json!({"pool": {"name": "patient"}}))).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let status =
+        status_when(&sessions, "waiter", "waiting", |s| pool_claimed(s).is_some_and(|c| c.1 == "PoolWaiting")).await?;
+    let (ok, _, message) = pool_claimed(&status).context("PoolClaimed")?;
+    ensure!(ok == "False", "{message}");
+    ensure!(message.contains("BrowserPool \"patient\"") && message.contains("1 is warming"), "{message}");
+    ensure!(status.phase == Some(playpen_api::v1alpha1::Phase::Pending), "{:?}", status.phase);
+    ensure!(status.pool.is_none() && status.pod_name.is_none(), "no browser yet: {status:?}");
+    ensure!(pods.get_opt("waiter-browser").await?.is_none(), "a waiting session starts nothing cold");
+    // What a warm browser can never serve still starts cold at once.
+    create(&client, n, session("traced", json!({"pool": {"name": "patient"}, "recording": {"trace": true}}))).await?;
+    let traced = status_when(&sessions, "traced", "placed", |s| s.pool.is_some()).await?;
+    ensure!(pool_claimed(&traced).is_some_and(|c| c.1 == "NeedsColdStart"), "{:?}", traced.conditions);
+    ensure!(sample(&op, "playpen_pool_claim_duration_seconds_count{result=\"waiting\"}").await? >= 1.0, "waits");
+    ensure!(claim_events(&client, n, "waiter").await?.is_empty(), "no Event while it waits");
+
+    // The Pod becomes ready: the session is woken by it, well before its
+    // 30 s fallback requeue, and takes it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let ready = ready_warm_pods(&pods, "patient", 1).await?;
+    let marked = tokio::time::Instant::now();
+    // 8 s: the fallback requeue comes 30 s after the session's last
+    // reconcile (its creation), at least 12 s after the Pod is ready here.
+    let status = eventually(Duration::from_secs(8), || async {
+        let status = sessions.get("waiter").await?.status.context("no status")?;
+        ensure!(status.pool.as_ref().is_some_and(|p| p.claimed), "not claimed yet: {:?}", status.conditions);
+        Ok(status)
+    })
+    .await?;
+    let woken_after = marked.elapsed();
+    ensure!(woken_after < Duration::from_secs(8), "woken after {woken_after:?}");
+    ensure!(status.pod_name.as_deref() == Some(ready[0].as_str()), "{:?} vs {ready:?}", status.pod_name);
+    let events = claim_events(&client, n, "waiter").await?;
+    ensure!(events.len() == 1 && events[0].1 == "Claimed" && events[0].2.contains(&ready[0]), "{events:?}");
+    let waited = created.elapsed().as_secs_f64() - woken_after.as_secs_f64();
+    ensure!(sample(&op, "playpen_pool_wait_seconds_count{result=\"claimed\"}").await? == 1.0, "one wait");
+    let sum = sample(&op, "playpen_pool_wait_seconds_sum{result=\"claimed\"}").await?;
+    ensure!(sum >= waited - 1.0, "the wait counts from creation: {sum} s, waited at least {waited} s");
+    ensure!(sample(&op, "playpen_pool_wait_seconds_count{result=\"cold\"}").await? == 1.0, "traced's cold start");
+    Ok(())
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use std::future::Future;
 
@@ -17,7 +17,7 @@ use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use playpen_api::naming::MANAGER;
+use playpen_api::naming::{MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode};
 use playpen_api::BrowserSession;
 use serde_json::json;
@@ -25,7 +25,8 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::{info, instrument, warn};
 
 use crate::children::{self, Identity, Settings};
-use crate::claim::{self, Refusal, Source};
+use crate::claim::outcome::{self, ClaimResult};
+use crate::claim::{self, Pooled, Refusal, Source};
 use crate::error::{Error, Result};
 use crate::guard::{self, Failures};
 use crate::leader::Fence;
@@ -121,6 +122,22 @@ async fn publish_events(ctx: &Context, bs: &BrowserSession, id: &Identity, new: 
     }
 }
 
+/// How often a session waiting on an empty pool looks again without being
+/// woken: the wake-up is a ready pool Pod ([`claim::wake`]); this covers
+/// what does not wake it (the pool's `whenEmpty` changed, a missed event).
+const WAITING_REQUEUE: Duration = Duration::from_secs(30);
+
+/// After a pooled session's status is written: the `Claimed` or `ColdStart`
+/// Event and the wait metric, once, when `status.pool` first appears.
+async fn announce_source(ctx: &Context, bs: &BrowserSession, pool: &str, source: &Source, now: Timestamp) {
+    let before = bs.status.as_ref().and_then(|s| s.pool.as_ref());
+    let Some(said) = outcome::announcement(before, pool, source) else { return };
+    if let Some(seconds) = outcome::waited(bs.meta().creation_timestamp.as_ref(), now) {
+        ctx.metrics.session_placed(ClaimResult::of(source).as_str(), seconds);
+    }
+    ctx.publish(bs, said.type_, said.reason, said.note).await;
+}
+
 /// One reconcile of one BrowserSession.
 #[instrument(skip(bs, ctx), fields(namespace = bs.namespace().unwrap_or_default(), name = %bs.name_any()))]
 pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Action> {
@@ -136,10 +153,20 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // claim: a pooled session runs the pool's template, maybe in a warm Pod
     let pooled = match &bs.spec.pool {
         None => None,
-        Some(pool_ref) => match claim::resolve(target, &bs, &session_id, pool_ref, &ctx.settings).await? {
-            Ok(pooled) => Some(pooled),
-            Err(refusal) => return refuse(&ctx, &bs, &session_id, &refusal, now).await,
-        },
+        Some(pool_ref) => {
+            let started = Instant::now();
+            let resolved = claim::resolve(target, &bs, &session_id, pool_ref, &ctx.settings).await?;
+            if let Some(result) = outcome::attempt(&resolved) {
+                ctx.metrics.claim_decided(result.as_str(), started.elapsed().as_secs_f64());
+            }
+            match resolved {
+                Ok(pooled) if matches!(pooled.source, Source::Waiting { .. }) => {
+                    return wait(&ctx, &bs, &pool_ref.name, &pooled, now).await;
+                }
+                Ok(pooled) => Some(pooled),
+                Err(refusal) => return refuse(&ctx, &bs, &session_id, &refusal, now).await,
+            }
+        }
     };
     let (session, id) = pooled.as_ref().map_or((&*bs, &session_id), |p| (&p.session, &p.id));
     // validate
@@ -168,6 +195,9 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     }
     publish_events(&ctx, &bs, id, &new).await;
     write_status(&ctx, &bs, id, new.clone()).await?;
+    if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
+        announce_source(&ctx, &bs, &pool_ref.name, &pooled.source, now).await;
+    }
     ctx.failures.clear(&key(&bs));
     Ok(match (&recovery, new.phase) {
         (Recovery::Wait { until, .. }, _) => {
@@ -195,6 +225,19 @@ async fn refuse(
     status::pool::refuse(&mut new, refusal, &previous, now);
     write_status(ctx, bs, id, new).await?;
     Ok(Action::requeue(Duration::from_secs(10)))
+}
+
+/// A pooled session waiting for a ready Pod of its pool (`whenEmpty:
+/// Wait`): no children yet (its NetworkPolicy comes with the claim), a
+/// Pending status that names the pool, and a wake-up when a Pod of the
+/// pool is ready ([`claim::wake`]).
+async fn wait(ctx: &Context, bs: &BrowserSession, pool: &str, pooled: &Pooled, now: Timestamp) -> Result<Action> {
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None };
+    let mut new = status::compute(&pooled.session, &pooled.id, observed, &ctx.settings.egress, now);
+    status::pool::record_source(&mut new, pool, &pooled.source, now);
+    write_status(ctx, bs, &pooled.id, new).await?;
+    ctx.failures.clear(&key(bs));
+    Ok(Action::requeue(WAITING_REQUEUE))
 }
 
 /// Writes `new` as the session's status when it differs from the stored one.
@@ -302,8 +345,16 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
     // the debounce folds them into one reconcile; the concurrency bound caps
     // memory and API pressure when a thousand sessions arrive at once.
     let config = controller::Config::default().debounce(Duration::from_millis(300)).concurrency(32);
-    Controller::new(api::<BrowserSession>(client, namespace), watcher::Config::default())
-        .with_config(config)
+    let controller =
+        Controller::new(api::<BrowserSession>(client, namespace), watcher::Config::default()).with_config(config);
+    let sessions = controller.store();
+    // Unclaimed pool Pods are the pool's, not a session's: a mapper, not
+    // `owns`, wakes the sessions waiting on their pool when one is ready.
+    let warm = watcher::Config::default().labels(&format!("{POOL_LABEL},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
+    controller
+        .watches(api::<Pod>(client, namespace), warm, move |pod: Pod| {
+            claim::wake::sessions_to_wake(&pod, sessions.state().iter().map(|s| &**s))
+        })
         .owns(api::<Pod>(client, namespace), owned.clone())
         .owns(api::<ConfigMap>(client, namespace), owned.clone())
         .owns(api::<Service>(client, namespace), owned.clone())

@@ -30,6 +30,23 @@ pub struct PoolStateLabels {
     pub state: String,
 }
 
+/// Label of the claim histograms: how the claim ended (no pool label, as
+/// no metric here is per object: a pool per tenant would multiply series).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClaimLabels {
+    /// [`crate::claim::outcome::ClaimResult::as_str`]: claimed, cold, waiting or refused.
+    pub result: String,
+}
+
+/// Buckets of the claim histograms, 5 ms to 60 s: a claim is one list and
+/// one patch (milliseconds); a wait for a cold or warming browser takes
+/// seconds to a minute.
+pub const CLAIM_BUCKETS: [f64; 13] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+fn claim_histogram() -> Histogram {
+    Histogram::new(CLAIM_BUCKETS)
+}
+
 /// The operator's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -47,6 +64,12 @@ pub struct Metrics {
     pub leader: Gauge,
     /// Pool Pods by state, over every pool (from the pool controller's cache).
     pub pool_pods: Family<PoolStateLabels, Gauge>,
+    /// The claim phase of a pooled session's reconcile, by result; only
+    /// reconciles that decide (a session without its browser yet).
+    pub claim_duration: Family<ClaimLabels, Histogram>,
+    /// From a pooled session's creation to its browser (claimed, or the cold
+    /// start decided), by result (claimed or cold); once per session.
+    pub pool_wait: Family<ClaimLabels, Histogram>,
     registry: Registry,
 }
 
@@ -60,6 +83,8 @@ impl Default for Metrics {
         let sessions = Family::<PhaseLabels, Gauge>::default();
         let leader = Gauge::default();
         let pool_pods = Family::<PoolStateLabels, Gauge>::default();
+        let claim_duration = Family::<ClaimLabels, Histogram>::new_with_constructor(claim_histogram as fn() -> _);
+        let pool_wait = Family::<ClaimLabels, Histogram>::new_with_constructor(claim_histogram as fn() -> _);
         registry.register("reconciles", "BrowserSession reconciles started", reconciles.clone());
         registry.register("reconcile_errors", "BrowserSession reconciles that failed, by error", failures.clone());
         registry.register(
@@ -71,7 +96,28 @@ impl Default for Metrics {
         registry.register("sessions", "BrowserSessions by phase", sessions.clone());
         registry.register("leader", "1 while this replica holds the leader Lease", leader.clone());
         registry.register("pool_pods", "BrowserPool Pods by state (ready, warming, claimed)", pool_pods.clone());
-        Self { reconciles, failures, panics, duration, sessions, leader, pool_pods, registry }
+        registry.register(
+            "pool_claim_duration_seconds",
+            "Duration of a pooled session's claim phase, by result (claimed, cold, waiting, refused)",
+            claim_duration.clone(),
+        );
+        registry.register(
+            "pool_wait_seconds",
+            "From a pooled session's creation to its browser, by result (claimed, cold)",
+            pool_wait.clone(),
+        );
+        Self {
+            reconciles,
+            failures,
+            panics,
+            duration,
+            sessions,
+            leader,
+            pool_pods,
+            claim_duration,
+            pool_wait,
+            registry,
+        }
     }
 }
 
@@ -85,6 +131,16 @@ impl Metrics {
     /// Counts a failed reconcile.
     pub fn reconcile_failed(&self, error: &crate::Error) {
         self.failures.get_or_create(&ErrorLabels { error: error.metric_label().to_owned() }).inc();
+    }
+
+    /// Observes a claim phase that ended in `result` after `seconds`.
+    pub fn claim_decided(&self, result: &str, seconds: f64) {
+        self.claim_duration.get_or_create(&ClaimLabels { result: result.to_owned() }).observe(seconds);
+    }
+
+    /// Observes a session that got its browser (`result`) `seconds` after its creation.
+    pub fn session_placed(&self, result: &str, seconds: f64) {
+        self.pool_wait.get_or_create(&ClaimLabels { result: result.to_owned() }).observe(seconds);
     }
 
     /// The text exposition format.
@@ -126,5 +182,27 @@ mod tests {
         assert!(text.contains("playpen_reconcile_duration_seconds_count 1"), "{text}");
         assert!(text.contains("playpen_reconcile_panics_total 0"), "{text}");
         assert!(text.contains("playpen_sessions{phase=\"Ready\"} 2"), "{text}");
+    }
+
+    #[test]
+    fn renders_the_claim_histograms_by_result_from_5_ms_to_60_s() {
+        let m = Metrics::default();
+        m.claim_decided("claimed", 0.004);
+        m.claim_decided("claimed", 0.02);
+        m.claim_decided("waiting", 0.5);
+        m.session_placed("cold", 61.0);
+        let text = m.render();
+        let has = |line: &str| assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        has("# TYPE playpen_pool_claim_duration_seconds histogram");
+        has("playpen_pool_claim_duration_seconds_count{result=\"claimed\"} 2");
+        has("playpen_pool_claim_duration_seconds_bucket{le=\"0.005\",result=\"claimed\"} 1");
+        has("playpen_pool_claim_duration_seconds_bucket{le=\"0.025\",result=\"claimed\"} 2");
+        has("playpen_pool_claim_duration_seconds_bucket{le=\"0.25\",result=\"waiting\"} 0");
+        has("playpen_pool_claim_duration_seconds_bucket{le=\"0.5\",result=\"waiting\"} 1");
+        has("# TYPE playpen_pool_wait_seconds histogram");
+        has("playpen_pool_wait_seconds_bucket{le=\"60.0\",result=\"cold\"} 0");
+        has("playpen_pool_wait_seconds_bucket{le=\"+Inf\",result=\"cold\"} 1");
+        has("playpen_pool_wait_seconds_sum{result=\"cold\"} 61.0");
+        assert!(!text.contains("result=\"refused\""), "no series before its first observation");
     }
 }

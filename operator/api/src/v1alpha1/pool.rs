@@ -61,6 +61,23 @@ pub struct BrowserPoolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self >= 1 && self <= 100").message("spec.maxSize must be between 1 and 100"))]
     pub max_size: Option<i32>,
+    /// What a session does when the pool has no ready browser of its current
+    /// template: start cold from the template (the default) or wait for one.
+    #[serde(default)]
+    pub when_empty: WhenEmpty,
+}
+
+/// What a session claiming from an empty pool does. A session that needs a
+/// cold start for its own state (auth state, profile, recording, an agent)
+/// starts cold either way: no warm browser could ever serve it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum WhenEmpty {
+    /// Start cold from the pool's template (`PoolClaimed=False`, reason `PoolEmpty`).
+    #[default]
+    ColdStart,
+    /// Stay Pending (`PoolClaimed=False`, reason `PoolWaiting`) until a Pod of
+    /// the pool is ready, then claim it.
+    Wait,
 }
 
 fn default_min_ready() -> i32 {

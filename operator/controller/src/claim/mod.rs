@@ -1,7 +1,8 @@
 //! A BrowserSession with `spec.pool`: its browser is a warm Pod of the
 //! BrowserPool, taken in place, or (when the pool has none ready, or the
 //! session brings what a warm browser cannot take) a cold start from the
-//! pool's template.
+//! pool's template, or (`whenEmpty: Wait`) no browser yet: the session waits
+//! for one of the pool's Pods to become ready.
 //!
 //! The claim is one merge patch of the Pod with its `resourceVersion` as a
 //! precondition: labels to the session, owner to the session. Two sessions
@@ -12,7 +13,9 @@
 
 pub mod deliver;
 pub mod effective;
+pub mod outcome;
 pub mod pick;
+pub mod wake;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -21,7 +24,7 @@ use playpen_api::naming::{
     ChildNames, MANAGER, POOL_LABEL, POOL_STATE_CLAIMED, POOL_STATE_LABEL, POOL_STATE_WARM, SESSION_LABEL,
     WARM_NAME_ANNOTATION, WARM_SESSION_NAME_ANNOTATION, WARM_SOCKET_NAMESPACE_ANNOTATION,
 };
-use playpen_api::v1alpha1::{BrowserPool, PoolRef};
+use playpen_api::v1alpha1::{condition, BrowserPool, PoolRef, WhenEmpty};
 use playpen_api::BrowserSession;
 use serde_json::json;
 
@@ -38,7 +41,50 @@ pub enum Source {
     /// A warm Pod taken from the pool (now the session's).
     Claimed(Box<Pod>),
     /// A cold start from the pool's template, and why.
-    Cold(String),
+    Cold {
+        /// The condition reason.
+        reason: ColdReason,
+        /// The condition message.
+        message: String,
+    },
+    /// None yet: the pool has no ready Pod and its `whenEmpty` is `Wait`.
+    Waiting {
+        /// Unclaimed Pods of the current template still starting.
+        warming: usize,
+    },
+}
+
+/// Why a pooled session starts cold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColdReason {
+    /// The pool had no ready browser of its current template.
+    PoolEmpty,
+    /// The session brings what a warm browser cannot take.
+    NeedsColdStart,
+}
+
+impl ColdReason {
+    /// The condition reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PoolEmpty => "PoolEmpty",
+            Self::NeedsColdStart => "NeedsColdStart",
+        }
+    }
+}
+
+/// What a session finding no ready Pod in pool `pool` gets: a cold start,
+/// or (`whenEmpty: Wait`) nothing yet.
+pub fn when_none_ready(pool: &str, when_empty: WhenEmpty, warming: usize) -> Source {
+    match when_empty {
+        WhenEmpty::ColdStart => Source::Cold {
+            reason: ColdReason::PoolEmpty,
+            message: format!(
+                "BrowserPool {pool:?} had no ready browser of its current template; this session started cold"
+            ),
+        },
+        WhenEmpty::Wait => Source::Waiting { warming },
+    }
 }
 
 /// A pooled session, resolved.
@@ -51,6 +97,9 @@ pub struct Pooled {
     pub id: Identity,
     /// Where the browser comes from.
     pub source: Source,
+    /// This reconcile chose the source (the session had no browser yet);
+    /// false when it only found the browser it already has.
+    pub decided: bool,
 }
 
 /// Why a pooled session cannot run at all (said in `ConfigResolved`).
@@ -115,6 +164,7 @@ pub async fn resolve(
     let mine = ListParams::default().labels(&format!("{SESSION_LABEL}={}", id.name));
     let own = pods.list(&mine).await.map_err(Error::kube("list", "Pod", ns, &id.name))?.items;
     let own = own.into_iter().find(|p| p.owner_references().iter().any(|o| o.uid == uid && o.controller == Some(true)));
+    let decided = own.is_none();
     let source = match own {
         Some(pod) if is_claimed(&pod) => {
             // Again on every reconcile: an operator stopped between the claim
@@ -122,36 +172,33 @@ pub async fn resolve(
             rehome(to, &claimed_identity(id, &pod)).await?;
             Source::Claimed(Box::new(pod))
         }
-        Some(_) => Source::Cold(previous_cold_reason(bs)),
+        Some(_) => previous_cold(bs),
         None => match effective::cold_start_reason(&bs.spec) {
-            Some(reason) => Source::Cold(reason),
+            Some(message) => Source::Cold { reason: ColdReason::NeedsColdStart, message },
             None => match claim(to, &pool, bs, id, &session, settings).await? {
-                Some(pod) => Source::Claimed(Box::new(pod)),
-                None => Source::Cold(format!(
-                    "BrowserPool {:?} had no ready browser of its current template; this session started cold",
-                    pool_ref.name
-                )),
+                Claim::Took(pod) => Source::Claimed(pod),
+                Claim::NoneReady { warming } => when_none_ready(&pool_ref.name, pool.spec.when_empty, warming),
             },
         },
     };
     let id = match &source {
         Source::Claimed(pod) => claimed_identity(id, pod),
-        Source::Cold(_) => id.clone(),
+        Source::Cold { .. } | Source::Waiting { .. } => id.clone(),
     };
-    Ok(Ok(Pooled { session, id, source }))
+    Ok(Ok(Pooled { session, id, source, decided }))
 }
 
 fn is_claimed(pod: &Pod) -> bool {
     pod.labels().get(POOL_STATE_LABEL).map(String::as_str) == Some(POOL_STATE_CLAIMED)
 }
 
-/// The cold start's reason as the last status said it.
-fn previous_cold_reason(bs: &BrowserSession) -> String {
-    bs.status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == playpen_api::v1alpha1::condition::POOL_CLAIMED))
-        .map(|c| c.message.clone())
-        .unwrap_or_else(|| "this session started cold".to_owned())
+/// The cold start as the last status said it.
+fn previous_cold(bs: &BrowserSession) -> Source {
+    let said = bs.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == condition::POOL_CLAIMED));
+    let needs = said.is_some_and(|c| c.reason == ColdReason::NeedsColdStart.as_str());
+    let reason = if needs { ColdReason::NeedsColdStart } else { ColdReason::PoolEmpty };
+    let message = said.map_or_else(|| "this session started cold".to_owned(), |c| c.message.clone());
+    Source::Cold { reason, message }
 }
 
 /// The session's identity with the claimed Pod's own names: its Pod, Secret
@@ -181,6 +228,14 @@ fn salt(bs: &BrowserSession) -> u64 {
     uid.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// What a claim found.
+enum Claim {
+    /// This Pod, now the session's.
+    Took(Box<Pod>),
+    /// No ready Pod to take; this many of the pool's are still starting.
+    NoneReady { warming: usize },
+}
+
 /// Takes a ready warm Pod for the session, if the pool has one: the
 /// session's NetworkPolicy first, then the Pod (labels and owner, under its
 /// resourceVersion), then its Secret and ConfigMap's owner.
@@ -191,7 +246,7 @@ async fn claim(
     id: &Identity,
     session: &BrowserSession,
     settings: &Settings,
-) -> Result<Option<Pod>> {
+) -> Result<Claim> {
     let ns = to.namespace;
     let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
     let pool_name = pool.name_any();
@@ -200,8 +255,9 @@ async fn claim(
     let hash = crate::pool::warm::template_hash(&pool.spec.template)?;
     let pool_uid = pool.meta().uid.clone().unwrap_or_default();
     let order = pick::order(&candidates, &pool_uid, &hash, salt(bs));
+    let none_ready = Claim::NoneReady { warming: pick::warming(&candidates, &pool_uid, &hash) };
     if order.is_empty() {
-        return Ok(None);
+        return Ok(none_ready);
     }
     // The egress policy the session asks for, in place before any Pod carries its labels.
     let children = crate::children::build(session, id, settings)?;
@@ -228,7 +284,7 @@ async fn claim(
             match pods.patch(&name, &params, &Patch::Merge(&patch)).await {
                 Ok(pod) => {
                     rehome(to, &claimed_identity(id, &pod)).await?;
-                    return Ok(Some(pod));
+                    return Ok(Claim::Took(Box::new(pod)));
                 }
                 Err(kube::Error::Api(s)) if s.code == 409 => {
                     match pods.get_opt(&name).await.map_err(Error::kube("get", "Pod", ns, &name))? {
@@ -242,7 +298,7 @@ async fn claim(
             }
         }
     }
-    Ok(None)
+    Ok(none_ready)
 }
 
 /// Gives the claimed Pod's Secret and ConfigMap to the session (one
@@ -267,4 +323,22 @@ pub async fn rehome(to: Target<'_>, claimed: &Identity) -> Result<()> {
     let map = &claimed.names.runtime_config;
     maps.patch(map, &params, &Patch::Merge(&patch)).await.map_err(Error::kube("re-own", "ConfigMap", ns, map))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_pool_starts_the_session_cold_or_makes_it_wait_as_the_pool_says() {
+        match when_none_ready("agents", WhenEmpty::ColdStart, 2) {
+            Source::Cold { reason: ColdReason::PoolEmpty, message } => {
+                assert!(message.starts_with("BrowserPool \"agents\" had no ready browser"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(when_none_ready("agents", WhenEmpty::Wait, 2), Source::Waiting { warming: 2 }));
+        assert!(matches!(when_none_ready("agents", WhenEmpty::Wait, 0), Source::Waiting { warming: 0 }));
+        assert_eq!(WhenEmpty::default(), WhenEmpty::ColdStart, "the default keeps the old behaviour");
+    }
 }

@@ -9,19 +9,32 @@ use playpen_api::naming::{POOL_STATE_LABEL, POOL_STATE_WARM, POOL_TEMPLATE_LABEL
 /// controller: labels alone anyone who may create Pods can forge), of
 /// template `hash`, whose browser is ready, and not on its way out.
 pub fn claimable(pod: &Pod, pool_uid: &str, hash: &str) -> bool {
-    let labels = pod.metadata.labels.as_ref();
-    let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
-    let ready = pod
-        .status
+    unclaimed(pod, pool_uid, hash) && is_ready(pod)
+}
+
+/// How many unclaimed Pods of the pool's current template are still
+/// starting: what a session waiting on an empty pool can expect.
+pub fn warming(pods: &[Pod], pool_uid: &str, hash: &str) -> usize {
+    pods.iter().filter(|p| unclaimed(p, pool_uid, hash) && !is_ready(p)).count()
+}
+
+/// The Pod's condition Ready is True.
+pub fn is_ready(pod: &Pod) -> bool {
+    pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The pool's own (its controller), unclaimed, of template `hash`, not leaving.
+fn unclaimed(pod: &Pod, pool_uid: &str, hash: &str) -> bool {
+    let labels = pod.metadata.labels.as_ref();
+    let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
     let owned = pod.metadata.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == pool_uid);
     owned
         && label(POOL_STATE_LABEL) == Some(POOL_STATE_WARM)
         && label(POOL_TEMPLATE_LABEL) == Some(hash)
         && pod.metadata.deletion_timestamp.is_none()
-        && ready
 }
 
 /// The claimable Pods in the order to try them: from the node that holds
@@ -108,6 +121,26 @@ mod tests {
         forged.metadata.owner_references = None;
         assert!(!claimable(&forged, POOL_UID, "abc"));
         assert!(!claimable(&pod("other", "n1", "abc", "warm", true, 10), "another-pool", "abc"));
+    }
+
+    #[test]
+    fn only_unclaimed_pods_of_the_current_template_still_starting_count_as_warming() {
+        let mut leaving = pod("leaving", "n1", "abc", "warm", false, 10);
+        leaving.metadata.deletion_timestamp = leaving.metadata.creation_timestamp.clone();
+        let mut forged = pod("forged", "n1", "abc", "warm", false, 10);
+        forged.metadata.owner_references = None;
+        let pods = [
+            pod("w1", "n1", "abc", "warm", false, 10),
+            pod("w2", "n2", "abc", "warm", false, 1),
+            pod("ready", "n1", "abc", "warm", true, 10),
+            pod("stale", "n1", "old", "warm", false, 10),
+            pod("taken", "n1", "abc", "claimed", false, 10),
+            leaving,
+            forged,
+        ];
+        assert_eq!(warming(&pods, POOL_UID, "abc"), 2);
+        assert_eq!(warming(&pods, "another-pool", "abc"), 0);
+        assert_eq!(warming(&[], POOL_UID, "abc"), 0);
     }
 
     #[test]

@@ -56,7 +56,10 @@ mod tests {
 
     fn pool(min_ready: i32) -> BrowserPool {
         let template = serde_json::from_value(json!({"image": "i"})).expect("template");
-        let mut pool = BrowserPool::new("shop", BrowserPoolSpec { template, min_ready, max_size: None });
+        let mut pool = BrowserPool::new(
+            "shop",
+            BrowserPoolSpec { template, min_ready, max_size: None, when_empty: Default::default() },
+        );
         pool.metadata.generation = Some(3);
         pool
     }

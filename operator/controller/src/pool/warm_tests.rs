@@ -12,7 +12,12 @@ fn template(value: serde_json::Value) -> SessionTemplate {
 fn pool_id(name: &str) -> PoolIdentity {
     let mut pool = BrowserPool::new(
         name,
-        BrowserPoolSpec { template: template(json!({"image": "i"})), min_ready: 1, max_size: None },
+        BrowserPoolSpec {
+            template: template(json!({"image": "i"})),
+            min_ready: 1,
+            max_size: None,
+            when_empty: Default::default(),
+        },
     );
     pool.metadata.namespace = Some("ns".into());
     pool.metadata.uid = Some("pool-uid".into());
