@@ -20,7 +20,7 @@ const PROBE_PORT: u16 = 8099;
 const NODE: &str = "/opt/playpen/node/bin/node";
 
 /// `host:port` of an `http(s)://host[:port]/` URL.
-fn authority(url: &str) -> anyhow::Result<(String, u16)> {
+pub(crate) fn authority(url: &str) -> anyhow::Result<(String, u16)> {
     let rest = url.split_once("://").context("no scheme")?.1;
     let host_port = rest.split('/').next().unwrap_or_default();
     match host_port.split_once(':') {
@@ -31,7 +31,7 @@ fn authority(url: &str) -> anyhow::Result<(String, u16)> {
 
 /// Connects from `pod`/`container` to `host:port` with a 3 s limit and
 /// prints CONNECTED or the error code (a dropped SYN shows as TIMEOUT).
-async fn connect(ns: &str, pod: &str, container: &str, host: &str, port: u16) -> anyhow::Result<String> {
+pub(crate) async fn connect(ns: &str, pod: &str, container: &str, host: &str, port: u16) -> anyhow::Result<String> {
     let script = format!(
         "const s = require('net').connect({port}, '{host}'); s.setTimeout(3000, () => {{ console.log('TIMEOUT'); process.exit(0) }});\
          s.on('connect', () => {{ console.log('CONNECTED'); process.exit(0) }}).on('error', (e) => {{ console.log(e.code); process.exit(0) }})"

@@ -19,8 +19,9 @@ use playpen_tests::{eventually, http_get};
 use serde_json::json;
 
 use crate::kubectl::{exec, port_forward};
+use crate::network::{authority, connect};
 use crate::session::{pod_name, wait_ready, BROWSER, VIEWER_PORT};
-use crate::setup::{tolerations, Installed, BROWSER_IMAGE};
+use crate::setup::{start_fixture, tolerations, Installed, BROWSER_IMAGE};
 
 const POOL: &str = "warm";
 const MIN_READY: usize = 2;
@@ -103,7 +104,10 @@ async fn claim_of(client: &Client, ns: &str, name: &str) -> anyhow::Result<(bool
 }
 
 pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed) -> anyhow::Result<()> {
-    let (ns, fixture_url) = (installed.team_b.name.as_str(), installed.other_namespace_url.as_str());
+    let ns = installed.team_b.name.as_str();
+    // A fixture of its own: the other scenarios assert who reached theirs.
+    let fixture_url = start_fixture(client, ns, "pool-fixture").await?;
+    let fixture_url = fixture_url.as_str();
     let pools: Api<BrowserPool> = Api::namespaced(client.clone(), ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
@@ -112,9 +116,15 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
     wait_full(&pools).await.context("the pool's minReady Pods turn Ready on the kubelet")?;
     let warm = pool_pods(&pods, "warm").await?;
     ensure!(warm.len() == MIN_READY, "warm Pods: {warm:?}");
+    // While warm, the pool's deny-all policy holds (a TCP connect, which leaves the browser unused).
+    let (host, port) = authority(fixture_url)?;
+    for pod in &warm {
+        let out = connect(ns, pod, BROWSER, &host, port).await?;
+        ensure!(out == "TIMEOUT", "a warm Pod connected to {fixture_url}: {out}");
+    }
 
     // A session claims one in place, and an agent drives it.
-    let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": "fixture"}}]}});
+    let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": "pool-fixture"}}]}});
     let t0 = Instant::now();
     create_pooled(client, ns, "pooled", json!({"network": network})).await?;
     let (claimed, reason, pod) = claim_of(client, ns, "pooled").await?;
@@ -122,7 +132,7 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
     ensure!(claimed, "the session started cold with a warm pool: {reason}");
     ensure!(warm.contains(&pod), "the session's Pod {pod} is not one of the warm ones {warm:?}");
     let out = exec(ns, &pod, BROWSER, &["playwright-cli", "goto", fixture_url]).await?.ok("playwright-cli goto")?;
-    ensure!(out.contains("Page Title: Playpen fixture"), "goto on the claimed browser:\n{out}");
+    ensure!(out.contains("Page Title: Playpen fixture"), "goto on the claimed browser (the session's egress):\n{out}");
     let forward = port_forward(ns, "svc/pooled-view", VIEWER_PORT).await?;
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
     let (code, body) = http_get(local, "/index.html").await.context("the claimed session's viewer")?;

@@ -127,7 +127,7 @@ pub async fn uninstall(client: &Client, installed: &Installed) -> anyhow::Result
 }
 
 /// Pod, ConfigMap and Service `name` (label app=`name`) serving the fixture page; its URL.
-async fn start_fixture(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
+pub(crate) async fn start_fixture(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
     let apply = PatchParams::apply("playpen-e2e").force();
     let config: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": name}, "data": {"server.js": FIXTURE_SERVER}}))?;

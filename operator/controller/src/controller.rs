@@ -122,6 +122,10 @@ async fn publish_events(ctx: &Context, bs: &BrowserSession, id: &Identity, new: 
     }
 }
 
+/// How long the controller waits after an event for more of the same
+/// object's before it reconciles.
+pub const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(20);
+
 /// How often a session waiting on an empty pool looks again without being
 /// woken: the wake-up is a ready pool Pod ([`claim::wake`]); this covers
 /// what does not wake it (the pool's `whenEmpty` changed, a missed event).
@@ -195,7 +199,9 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     }
     publish_events(&ctx, &bs, id, &new).await;
     write_status(&ctx, &bs, id, new.clone()).await?;
-    if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
+    // Only from the reconcile that chose the browser: a later one (even
+    // with a cache that has not seen this status yet) finds it already there.
+    if let (Some(pooled), Some(pool_ref)) = (pooled.as_ref().filter(|p| p.decided), &bs.spec.pool) {
         announce_source(&ctx, &bs, &pool_ref.name, &pooled.source, now).await;
     }
     ctx.failures.clear(&key(&bs));
@@ -341,10 +347,13 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
     // in the cluster (and hold them in memory); the periodic requeue
     // repairs drift of the generated launch config instead.
     let owned = watcher::Config::default().labels(&children::managed_selector());
-    // Creating one session makes five child events and a status update:
-    // the debounce folds them into one reconcile; the concurrency bound caps
-    // memory and API pressure when a thousand sessions arrive at once.
-    let config = controller::Config::default().debounce(Duration::from_millis(300)).concurrency(32);
+    // Creating one session makes five child events and a status update;
+    // those that arrive while its reconcile runs are held and folded into
+    // one more. The debounce adds to every first reconcile, so it stays
+    // short: a claim from a warm pool is meant to take under 100 ms. The
+    // concurrency bound caps memory and API pressure when a thousand
+    // sessions arrive at once.
+    let config = controller::Config::default().debounce(RECONCILE_DEBOUNCE).concurrency(32);
     let controller =
         Controller::new(api::<BrowserSession>(client, namespace), watcher::Config::default()).with_config(config);
     let sessions = controller.store();
