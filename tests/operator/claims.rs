@@ -406,7 +406,9 @@ async fn auth_state_reaches_a_claimed_pod_through_its_own_secret_and_a_kubelet_n
         Ok(())
     })
     .await
+}
 
+#[tokio::test]
 async fn a_session_on_an_empty_waiting_pool_stays_pending_until_a_ready_pod_wakes_it() -> anyhow::Result<()> {
     let client = client().await?;
     ensure_crd(&client).await?;
