@@ -13,8 +13,12 @@
 #   tests/bench/idle-memory.sh [ROUNDS] [SETTLE]
 #   ROUNDS per mode (default 3); SETTLE seconds idle before measuring (default 20)
 #   PLAYPEN_NODE=<node> runs the daemon and the dashboard on that Node (default: node on PATH);
+#   The browser's arguments are the image's launch defaults (imagebuild/src/chromium-args.json, what
+#   playpen-imagebuild bakes into /etc/playpen/launch-defaults.json), or PLAYPEN_BENCH_BASE_ARGS
+#   (a JSON array) instead of them.
 #   PLAYPEN_BENCH_CHROMIUM=<executable> and PLAYPEN_BENCH_CHROMIUM_ARGS="<flags>" try another browser
-#   build or more flags (experiments: the runtime's defaults are what the image's launch config says)
+#   build or more flags after those (a --disable-features or --enable-features there replaces the
+#   defaults' own: Chromium keeps the last)
 #   PLAYPEN_BENCH_COLD=1 runs each round from fresh copies of the browser's directory, node and the CLI
 #   package, dropped from the page cache: their file pages are then charged to the session's cgroup,
 #   as on a node where no other container ran this image (PLAYPEN_BENCH_CHROMIUM must then be the
@@ -50,12 +54,14 @@ if [[ -n "${PLAYPEN_BENCH_COLD:-}" ]]; then
   RUN_NODE="$WORK/cold/node"
   RUN_PREFIX="$WORK/cold/cli"
 fi
-args="$(printf '"%s",' --disable-background-networking --disable-component-update --disable-quic "${extra_args[@]}")"
+base_args="${PLAYPEN_BENCH_BASE_ARGS:-$(cat imagebuild/src/chromium-args.json)}"
+args="$("$NODE" -e 'console.log(JSON.stringify([...JSON.parse(process.argv[1]), ...process.argv.slice(2)]).slice(1, -1))' \
+  "$base_args" ${extra_args[@]+"${extra_args[@]}"})"
 cat >"$WORK/launch.json" <<EOF
 {"browser":{"browserName":"chromium","launchOptions":{"executablePath":"$CHROMIUM","headless":true,
- "chromiumSandbox":false,"args":[${args%,}]}}}
+ "chromiumSandbox":false,"args":[$args]}}}
 EOF
-echo "browser: $CHROMIUM ${extra_args[*]:-}; node: $NODE ($("$NODE" --version)); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "browser: $CHROMIUM $args; node: $NODE ($("$NODE" --version)); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # The loopback page, served by node (already required by the CLI).
 "$NODE" -e '
