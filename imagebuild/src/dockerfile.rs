@@ -432,6 +432,21 @@ mod tests {
     }
 
     #[test]
+    fn debians_headless_shell_is_launched_as_its_binary() {
+        let shell = LockedChromium::Distribution { package: "chromium-headless-shell".into(), executable_path: None };
+        let v = launch_defaults(&lock_for(shell), OsFamily::Apt);
+        assert_eq!(v["browser"]["launchOptions"]["executablePath"], "/usr/lib/chromium/chromium-headless-shell");
+        let d = render_for(
+            samples::DEBIAN,
+            LockedChromium::Distribution { package: "chromium-headless-shell".into(), executable_path: None },
+        );
+        assert!(run_lines(&d)[0].contains("apt-get install -y --no-install-recommends chromium-headless-shell"), "{d}");
+        // Elsewhere the package name does not move the default.
+        let rpm = LockedChromium::Distribution { package: "chromium-headless-shell".into(), executable_path: None };
+        assert_eq!(rpm.executable(OsFamily::Dnf).as_deref(), Some("/usr/bin/chromium-browser"));
+    }
+
+    #[test]
     fn launch_defaults_carry_the_memory_flags_without_undoing_playwrights() {
         let args = default_chromium_args();
         let v = launch_defaults(&lock_for(distribution()), OsFamily::Apt);
