@@ -1,7 +1,8 @@
 //! The playwright-cli daemon as a supervised child. It is started the way
 //! `playwright-cli open` starts it (`node <playwright-core>/lib/entry/cliDaemon.js
 //! <session>`, see `Session.startDaemon` in 0.1.22) but as the runtime's own
-//! child, so its exit is seen and it is restarted. A start counts only once
+//! child, so its exit is seen and it is restarted, and with
+//! [`DAEMON_NODE_FLAGS`] for Node. A start counts only once
 //! the daemon prints `Daemon listening on`; a start that fails or times out
 //! is torn down (its whole process group), never recorded as running.
 //!
@@ -47,7 +48,8 @@ pub enum DaemonState {
 /// V8 flags for the daemon's Node. A young generation of at most 1 MiB per
 /// semi-space (V8's starting size; the default lets it grow to 16 MiB and
 /// keep that while idle): measured with `tests/bench/idle-memory.sh`, the
-/// idle daemon held 120–122 MiB RSS without it and 104–106 MiB with it,
+/// idle daemon held 120–122 MiB RSS without it (five rounds of six) and
+/// 103–106 MiB with it (nine of nine),
 /// which is what brings an idle session under 200 MB. The cost is more
 /// frequent scavenges while a command runs.
 pub const DAEMON_NODE_FLAGS: &[&str] = &["--max-semi-space-size=1"];
