@@ -198,12 +198,33 @@ fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
+/// The Chromium arguments of the image's launch defaults, one list shared with
+/// the idle-memory benchmark (`tests/bench/idle-memory.sh` reads the same file)
+/// so that it measures what images ship:
+/// - no background networking, component updates or QUIC: a closed network
+///   otherwise keeps Chromium busy with refused connections;
+/// - `--disable-features`: the WebUI omnibox popups (full Chromium renders its
+///   address bar's dropdown in a renderer of its own even headless: 75 MiB PSS
+///   idle, never shown) and the spare renderer kept warm for the next
+///   navigation. Neither touches site isolation or the sandbox. Chromium keeps
+///   only the last `--disable-features` / `--enable-features` of its command
+///   line and the CLI puts ours after its own, so these repeat playwright-core's
+///   own lists (its `chromiumSwitches`; `CDPScreenshotNewSurface` is its
+///   screenshot path) or they would silently undo them.
+pub const CHROMIUM_ARGS_JSON: &str = include_str!("chromium-args.json");
+
+/// [`CHROMIUM_ARGS_JSON`], parsed.
+pub fn default_chromium_args() -> Vec<String> {
+    serde_json::from_str(CHROMIUM_ARGS_JSON).unwrap_or_default()
+}
+
 /// The launch-config defaults baked into the image: the nested form the CLI reads,
-/// `chromiumSandbox` per the sandbox mode, and the executable for non-Playwright sources.
+/// `chromiumSandbox` per the sandbox mode, [`default_chromium_args`], and the
+/// executable for non-Playwright sources.
 pub fn launch_defaults(lock: &Lock, family: OsFamily) -> serde_json::Value {
     let mut launch = serde_json::json!({
         "chromiumSandbox": lock.spec.sandbox.mode == SandboxMode::Enforced,
-        "args": ["--disable-background-networking", "--disable-component-update", "--disable-quic"],
+        "args": default_chromium_args(),
     });
     let exe = lock.chromium.executable(family);
     if let (Some(exe), Some(obj)) = (exe, launch.as_object_mut()) {
@@ -408,6 +429,89 @@ mod tests {
         assert_eq!(v["browser"]["launchOptions"]["executablePath"], "/usr/bin/chromium");
         lock.spec.sandbox.mode = SandboxMode::Disabled;
         assert_eq!(launch_defaults(&lock, OsFamily::Apt)["browser"]["launchOptions"]["chromiumSandbox"], false);
+    }
+
+    #[test]
+    fn debians_headless_shell_is_launched_as_its_binary() {
+        let shell = LockedChromium::Distribution { package: "chromium-headless-shell".into(), executable_path: None };
+        let v = launch_defaults(&lock_for(shell), OsFamily::Apt);
+        assert_eq!(v["browser"]["launchOptions"]["executablePath"], "/usr/lib/chromium/chromium-headless-shell");
+        let d = render_for(
+            samples::DEBIAN,
+            LockedChromium::Distribution { package: "chromium-headless-shell".into(), executable_path: None },
+        );
+        assert!(run_lines(&d)[0].contains("apt-get install -y --no-install-recommends chromium-headless-shell"), "{d}");
+        // Elsewhere the package name does not move the default.
+        let rpm = LockedChromium::Distribution { package: "chromium-headless-shell".into(), executable_path: None };
+        assert_eq!(rpm.executable(OsFamily::Dnf).as_deref(), Some("/usr/bin/chromium-browser"));
+    }
+
+    #[test]
+    fn launch_defaults_carry_the_memory_flags_without_undoing_playwrights() {
+        let args = default_chromium_args();
+        let v = launch_defaults(&lock_for(distribution()), OsFamily::Apt);
+        assert_eq!(v["browser"]["launchOptions"]["args"], serde_json::json!(args));
+        for wanted in ["--disable-background-networking", "--disable-component-update", "--disable-quic"] {
+            assert!(args.iter().any(|a| a == wanted), "{wanted} in {args:?}");
+        }
+        // One of each: Chromium keeps only the last.
+        let features = |switch: &str| -> Vec<&str> {
+            let values: Vec<&String> = args.iter().filter(|a| a.starts_with(switch)).collect();
+            assert_eq!(values.len(), 1, "exactly one {switch} in {args:?}");
+            values[0].trim_start_matches(switch).split(',').collect()
+        };
+        let disabled = features("--disable-features=");
+        for ours in
+            ["WebUIOmniboxPopup", "WebUIOmniboxFullPopup", "WebUIOmniboxAimPopup", "SpareRendererForSitePerProcess"]
+        {
+            assert!(disabled.contains(&ours), "{ours}");
+        }
+        // Playwright's own, which ours replaces (a sample; the full list is
+        // checked against the real bundle below when it is at hand).
+        for theirs in ["MediaRouter", "PaintHolding", "Translate", "HttpsUpgrades", "ThirdPartyStoragePartitioning"] {
+            assert!(disabled.contains(&theirs), "{theirs}");
+        }
+        assert_eq!(features("--enable-features="), ["CDPScreenshotNewSurface"]);
+        // Never a security trade: site isolation and the sandbox stay.
+        for arg in &args {
+            for banned in ["--no-sandbox", "--disable-site-isolation", "--single-process", "--in-process-gpu"] {
+                assert!(!arg.starts_with(banned), "{arg}");
+            }
+        }
+        for feature in ["IsolateOrigins", "site-per-process", "NetworkServiceInProcess", "NetworkServiceInProcess2"] {
+            assert!(!disabled.contains(&feature) && !features("--enable-features=").contains(&feature), "{feature}");
+        }
+    }
+
+    /// With the CLI installed (`PLAYPEN_TEST_CLI_PREFIX`, as for the session
+    /// tests): every feature the real playwright-core disables is still
+    /// disabled by ours, which replaces its list.
+    #[test]
+    fn our_disabled_features_cover_the_installed_playwrights() {
+        let Ok(prefix) = std::env::var("PLAYPEN_TEST_CLI_PREFIX") else {
+            eprintln!("PLAYPEN_TEST_CLI_PREFIX unset: the check against the real bundle is skipped");
+            return;
+        };
+        let core = std::path::Path::new(&prefix).join("node_modules/playwright-core/lib");
+        let bundle = ["coreBundle.js", "server/chromium/chromiumSwitches.js"]
+            .iter()
+            .find_map(|f| std::fs::read_to_string(core.join(f)).ok().filter(|t| t.contains("disabledFeatures = [")))
+            .expect("playwright-core's chromium switches");
+        let start = bundle.find("disabledFeatures = [").unwrap();
+        let list = &bundle[start..start + bundle[start..].find("]").unwrap()];
+        let theirs: Vec<&str> = list
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with('"'))
+            .map(|l| l.trim_end_matches(',').trim_matches('"'))
+            .collect();
+        assert!(theirs.len() > 5, "{list}");
+        let args = default_chromium_args();
+        let ours = args.iter().find_map(|a| a.strip_prefix("--disable-features=")).unwrap();
+        let ours: Vec<&str> = ours.split(',').collect();
+        for feature in theirs {
+            assert!(ours.contains(&feature), "playwright-core disables {feature}; chromium-args.json must too");
+        }
     }
 
     #[test]

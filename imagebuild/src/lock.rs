@@ -111,10 +111,10 @@ impl LockedChromium {
     /// distribution package; `None` for Playwright's build (found through its cache).
     pub fn executable(&self, family: crate::spec::OsFamily) -> Option<String> {
         match self {
-            LockedChromium::Distribution { executable_path, .. } => Some(
+            LockedChromium::Distribution { executable_path, package } => Some(
                 executable_path
                     .clone()
-                    .unwrap_or_else(|| crate::packages::default_chromium_executable(family).to_owned()),
+                    .unwrap_or_else(|| crate::packages::default_chromium_executable(family, package).to_owned()),
             ),
             LockedChromium::Archive { executable_path, .. } => Some(executable_path.clone()),
             LockedChromium::Playwright { .. } => None,

@@ -106,9 +106,16 @@ pub const fn default_ffmpeg_package(family: OsFamily) -> &'static str {
     }
 }
 
-/// Where the distribution package puts the executable.
-pub const fn default_chromium_executable(family: OsFamily) -> &'static str {
+/// Debian's build of Chromium's headless shell: no browser UI, about 90 MiB
+/// less idle memory than `chromium` (docs/session-runtime.md).
+pub const HEADLESS_SHELL_PACKAGE: &str = "chromium-headless-shell";
+
+/// Where the distribution package puts the executable. For Debian's headless
+/// shell, the binary itself: its `/usr/bin` script runs it as a child
+/// instead of `exec`ing it, one more process for nothing.
+pub fn default_chromium_executable(family: OsFamily, package: &str) -> &'static str {
     match family {
+        OsFamily::Apt if package == HEADLESS_SHELL_PACKAGE => "/usr/lib/chromium/chromium-headless-shell",
         OsFamily::Apt => "/usr/bin/chromium",
         OsFamily::Dnf => "/usr/bin/chromium-browser",
         OsFamily::Zypper => "/usr/bin/chromium",

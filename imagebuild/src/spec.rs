@@ -174,7 +174,9 @@ pub struct ChromiumSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
     /// Absolute path of the Chromium executable in the image. Defaults: `/usr/bin/chromium`
-    /// (distribution on apt), `/usr/bin/chromium-browser` (distribution on rpm); required for `archive`.
+    /// (distribution on apt), `/usr/lib/chromium/chromium-headless-shell` (package
+    /// `chromium-headless-shell` on apt), `/usr/bin/chromium-browser` (distribution on rpm);
+    /// required for `archive`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executable_path: Option<String>,
 }

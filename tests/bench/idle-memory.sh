@@ -13,8 +13,21 @@
 #   tests/bench/idle-memory.sh [ROUNDS] [SETTLE]
 #   ROUNDS per mode (default 3); SETTLE seconds idle before measuring (default 20)
 #   PLAYPEN_NODE=<node> runs the daemon and the dashboard on that Node (default: node on PATH);
+#   The browser's arguments are the image's launch defaults (imagebuild/src/chromium-args.json, what
+#   playpen-imagebuild bakes into /etc/playpen/launch-defaults.json), or PLAYPEN_BENCH_BASE_ARGS
+#   (a JSON array) instead of them.
 #   PLAYPEN_BENCH_CHROMIUM=<executable> and PLAYPEN_BENCH_CHROMIUM_ARGS="<flags>" try another browser
-#   build or more flags (experiments: the runtime's defaults are what the image's launch config says)
+#   build or more flags after those (a --disable-features or --enable-features there replaces the
+#   defaults' own: Chromium keeps the last)
+#   PLAYPEN_BENCH_COLD=1 runs each round from fresh copies of the browser's directory, node and the CLI
+#   package, dropped from the page cache: their file pages are then charged to the session's cgroup,
+#   as on a node where no other container ran this image (PLAYPEN_BENCH_CHROMIUM must then be the
+#   real executable, e.g. /usr/lib/chromium/chromium, not Debian's wrapper script)
+#   PLAYPEN_BENCH_MODES="on-demand" measures only that mode (default: "eager on-demand")
+#   PLAYPEN_BENCH_CHECK=1: after the measurement, proves the browser still serves the viewer and the
+#   agent: the live screencast shows the page and a click on it reaches the page (tests/e2e/clients/
+#   viewer.js, a real browser through the relay; needs tests/e2e/clients.sh's prefix in
+#   PLAYPEN_E2E_CLIENTS_PREFIX), a `screenshot` and a `snapshot` through the CLI
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROUNDS="${1:-3}"
@@ -31,18 +44,40 @@ WORK="$(mktemp -d /tmp/ppim.XXXXXX)"
 # Experiments with the browser, not defaults: another executable, more flags.
 CHROMIUM="${PLAYPEN_BENCH_CHROMIUM:-/usr/bin/chromium}"
 read -r -a extra_args <<<"${PLAYPEN_BENCH_CHROMIUM_ARGS:-}"
-args="$(printf '"%s",' --disable-background-networking --disable-component-update --disable-quic "${extra_args[@]}")"
+# What the runtime runs: these, or their cold copies (cold_copies).
+RUN_NODE="$NODE"
+RUN_PREFIX="$PREFIX"
+if [[ -n "${PLAYPEN_BENCH_COLD:-}" ]]; then
+  [[ "$(head -c 4 "$CHROMIUM")" == $'\x7fELF' ]] || { echo "PLAYPEN_BENCH_COLD needs the browser's executable itself, not $CHROMIUM" >&2; exit 2; }
+  BROWSER_DIR="$(dirname "$(readlink -f "$CHROMIUM")")"
+  CHROMIUM="$WORK/cold/browser/$(basename "$CHROMIUM")"
+  RUN_NODE="$WORK/cold/node"
+  RUN_PREFIX="$WORK/cold/cli"
+fi
+base_args="${PLAYPEN_BENCH_BASE_ARGS:-$(cat imagebuild/src/chromium-args.json)}"
+args="$("$NODE" -e 'console.log(JSON.stringify([...JSON.parse(process.argv[1]), ...process.argv.slice(2)]).slice(1, -1))' \
+  "$base_args" ${extra_args[@]+"${extra_args[@]}"})"
 cat >"$WORK/launch.json" <<EOF
 {"browser":{"browserName":"chromium","launchOptions":{"executablePath":"$CHROMIUM","headless":true,
- "chromiumSandbox":false,"args":[${args%,}]}}}
+ "chromiumSandbox":false,"args":[$args]}}}
 EOF
-echo "browser: $CHROMIUM ${extra_args[*]:-}; node: $NODE ($("$NODE" --version)); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "browser: $CHROMIUM $args; node: $NODE ($("$NODE" --version)); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # The loopback page, served by node (already required by the CLI).
 "$NODE" -e '
 const page = `<!doctype html><html><head><title>Idle</title><link rel="icon" href="data:,"></head><body>
 <h1>An idle page</h1><p>Nothing moves here.</p></body></html>`;
-const server = require("http").createServer((req, res) => { res.setHeader("content-type", "text/html"); res.end(page); });
+// The check'"'"'s page: one colour a click turns into another (as tests/e2e/fixture-server.js).
+const colour = `<!doctype html><html><head><title>Colour fixture</title><link rel="icon" href="data:,"><style>
+html, body { margin: 0; height: 100%; background: rgb(255, 0, 170); }
+button { position: fixed; inset: 0; width: 100%; height: 100%; opacity: 0; }
+</style></head><body>
+<button onclick="document.body.style.background = '"'"'rgb(0, 170, 255)'"'"'; document.body.dataset.clicked = '"'"'yes'"'"';">Change colour</button>
+</body></html>`;
+const server = require("http").createServer((req, res) => {
+  res.setHeader("content-type", "text/html");
+  res.end(req.url === "/colour" ? colour : page);
+});
 server.listen(0, "127.0.0.1", () => console.log(server.address().port));
 // Gone with the script, even if it is killed.
 setInterval(() => { try { process.kill(Number(process.argv[1]), 0); } catch { process.exit(0); } }, 1000);
@@ -70,6 +105,36 @@ working_set() {
   else
     awk -v u="$(cat "$1/memory.current")" '$1 == "inactive_file" { printf "%d", (u - $2) / 1024 }' "$1/memory.stat"
   fi
+}
+
+# "<anon> <file> <shmem> <inactive_file>" of a cgroup, in KiB (anon: process memory;
+# file: page cache charged to it, of which the inactive part is not in the working set).
+memory_kinds() {
+  if [[ -f "$1/memory.usage_in_bytes" ]]; then
+    awk '$1 ~ /^total_(rss|cache|shmem|inactive_file)$/ { v[$1] = $2 } END {
+      printf "%d %d %d %d", v["total_rss"] / 1024, (v["total_cache"] - v["total_shmem"]) / 1024, v["total_shmem"] / 1024, v["total_inactive_file"] / 1024 }' "$1/memory.stat"
+  else
+    awk '$1 ~ /^(anon|file|shmem|inactive_file)$/ { v[$1] = $2 } END {
+      printf "%d %d %d %d", v["anon"] / 1024, (v["file"] - v["shmem"]) / 1024, v["shmem"] / 1024, v["inactive_file"] / 1024 }' "$1/memory.stat"
+  fi
+}
+
+# Fresh copies (new inodes) of the browser, node and the CLI, written back and
+# dropped from the page cache, so that the round's runtime is the first to read them.
+cold_copies() {
+  rm -rf "$WORK/cold"
+  mkdir -p "$WORK/cold"
+  cp -a "$BROWSER_DIR" "$WORK/cold/browser"
+  cp -a "$(readlink -f "$NODE")" "$WORK/cold/node"
+  cp -a "$PREFIX" "$WORK/cold/cli"
+  sync
+  find "$WORK/cold" -type f -print0 | python3 -c '
+import os, sys
+for path in sys.stdin.buffer.read().split(b"\0"):
+    if path:
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)'
 }
 
 RUNTIME=""
@@ -127,19 +192,44 @@ first_view() {
   awk -v s="${out##* }" 'BEGIN { printf "%.0f", s * 1000 }'
 }
 
+# The browser still does its jobs: the viewer's live screencast shows the
+# agent's page and a click on it reaches the page (a real browser through the
+# relay), and the CLI takes a screenshot and a snapshot. Fails the script.
+check() {
+  local dir="$1" port="$2" out
+  shift 2
+  local -a cli=("$@" PLAYWRIGHT_CLI_SESSION=idle PWTEST_SOCKETS_DIR="$dir/pw/1a2b3c4d/s"
+    PWTEST_DAEMON_SESSION_DIR="$dir/pw/1a2b3c4d/d" PLAYWRIGHT_MCP_CONFIG="$WORK/launch.json"
+    PLAYWRIGHT_MCP_OUTPUT_DIR="$dir/snapshots" PLAYPEN_CLI_PACKAGE="$RUN_PREFIX/node_modules/@playwright/cli"
+    PLAYPEN_NODE="$RUN_NODE" "$BIN" cli)
+  "${cli[@]}" goto "${URL}colour" >/dev/null
+  mkdir -p "$dir/artifacts"
+  out="$(NODE_PATH="${PLAYPEN_E2E_CLIENTS_PREFIX:?the check needs the e2e clients (tests/e2e/clients.sh)}/node_modules" \
+    timeout 180 "$NODE" tests/e2e/clients/viewer.js "http://127.0.0.1:$port/" "Colour fixture" "$dir/artifacts")"
+  grep -q '"before":\[2[3-5][0-9],[0-9],1[4-9][0-9]\]' <<<"$out" && grep -q '"after":\[[0-9],1[4-9][0-9],2[3-5][0-9]\]' <<<"$out" ||
+    { echo "check: the viewer's screencast or its click failed: $out" >&2; exit 1; }
+  "${cli[@]}" eval "document.body.dataset.clicked" | grep -q '"yes"' || { echo "check: the click did not reach the page" >&2; exit 1; }
+  "${cli[@]}" screenshot --filename="$dir/shot.png" >/dev/null
+  [[ "$(head -c 4 "$dir/shot.png" | od -An -c | tr -d ' ')" == "211PNG" ]] || { echo "check: no PNG screenshot" >&2; exit 1; }
+  "${cli[@]}" snapshot --filename="$dir/snapshot.yml" >/dev/null
+  grep -q 'Change colour' "$dir/snapshot.yml" || { echo "check: the snapshot lacks the page's button" >&2; exit 1; }
+  echo "check: screencast $(grep -o '"before":[^]]*]' <<<"$out"), click $(grep -o '"after":[^]]*]' <<<"$out"), screenshot $(stat -c %s "$dir/shot.png") B, snapshot: ok" >&2
+}
+
 # One session in `mode`: idle tree, first view, viewed tree; appends to samples.
 one_round() {
   local mode="$1" round="$2" dir="$WORK/$1-$2" port ms
   mkdir -p "$dir/home" "$dir/tmp"
+  [[ -z "${PLAYPEN_BENCH_COLD:-}" ]] || cold_copies
   port="$(free_port)"
   cat >"$dir/runtime.json" <<EOF
 {"sessionName":"idle","socketsDir":"$dir/pw/1a2b3c4d/s","daemonSessionDir":"$dir/pw/1a2b3c4d/d",
  "launchConfig":"$WORK/launch.json","outputDir":"$dir/snapshots","sandbox":"Disabled","viewerPort":$port,
  "snapshotMaxAgeSeconds":3600,"snapshotMaxCount":500}
 EOF
-  local -a env=(env -i "PATH=$PREFIX/node_modules/.bin:/usr/local/bin:/usr/bin:/bin" "HOME=$dir/home" "TMPDIR=$dir/tmp"
+  local -a env=(env -i "PATH=$RUN_PREFIX/node_modules/.bin:/usr/local/bin:/usr/bin:/bin" "HOME=$dir/home" "TMPDIR=$dir/tmp"
     "PLAYPEN_RUNTIME_CONFIG=$dir/runtime.json" "PLAYPEN_TERMINATION_LOG=$dir/termination-log"
-    "PLAYPEN_NODE=$NODE" "PLAYPEN_VIEWER_DASHBOARD=$mode" "PLAYPEN_LOG=info")
+    "PLAYPEN_NODE=$RUN_NODE" "PLAYPEN_VIEWER_DASHBOARD=$mode" "PLAYPEN_LOG=info")
   if [[ -n "$CGROUP_PARENT" ]]; then
     CGROUP="$CGROUP_PARENT/ppim-$mode-$round-$$"
     mkdir "$CGROUP"
@@ -153,11 +243,12 @@ EOF
   # The agent opens a page, as an idle session in use has one.
   "${env[@]}" PLAYWRIGHT_CLI_SESSION=idle PWTEST_SOCKETS_DIR="$dir/pw/1a2b3c4d/s" \
     PWTEST_DAEMON_SESSION_DIR="$dir/pw/1a2b3c4d/d" PLAYWRIGHT_MCP_CONFIG="$WORK/launch.json" \
-    PLAYWRIGHT_MCP_OUTPUT_DIR="$dir/snapshots" PLAYPEN_CLI_PACKAGE="$PREFIX/node_modules/@playwright/cli" \
-    PLAYPEN_NODE="$NODE" "$BIN" cli goto "$URL" >/dev/null
+    PLAYWRIGHT_MCP_OUTPUT_DIR="$dir/snapshots" PLAYPEN_CLI_PACKAGE="$RUN_PREFIX/node_modules/@playwright/cli" \
+    PLAYPEN_NODE="$RUN_NODE" "$BIN" cli goto "$URL" >/dev/null
   sleep "$SETTLE"
   tree_memory "$RUNTIME" | sed "s/^/$mode $round idle /" >>"$WORK/samples"
   [[ -z "$CGROUP" ]] || echo "$mode $round idle-cgroup - - $(working_set "$CGROUP") 0" >>"$WORK/samples"
+  [[ -z "$CGROUP" ]] || echo "$mode $round idle-kinds - - $(memory_kinds "$CGROUP")" >>"$WORK/samples"
   ms="$(first_view "$port")"
   echo "$mode $round view $ms" >>"$WORK/samples"
   # How long the runtime took to start the dashboard for it (its log's `took`).
@@ -166,6 +257,7 @@ EOF
       printf "%s %s start %.0f\n", m, r, v }' >>"$WORK/samples"
   sleep 3
   tree_memory "$RUNTIME" | sed "s/^/$mode $round viewed /" >>"$WORK/samples"
+  [[ -z "${PLAYPEN_BENCH_CHECK:-}" ]] || check "$dir" "$port" "${env[@]}"
   kill -TERM "$RUNTIME"
   wait "$RUNTIME" || true
   RUNTIME=""
@@ -174,7 +266,8 @@ EOF
 
 : >"$WORK/samples"
 for round in $(seq 1 "$ROUNDS"); do
-  if (( round % 2 )); then modes=(eager on-demand); else modes=(on-demand eager); fi
+  read -r -a modes <<<"${PLAYPEN_BENCH_MODES:-eager on-demand}"
+  (( round % 2 )) || { [[ ${#modes[@]} == 1 ]] || modes=("${modes[1]}" "${modes[0]}"); }
   for mode in "${modes[@]}"; do
     echo "round $round: $mode" >&2
     one_round "$mode" "$round"
@@ -237,6 +330,12 @@ for what in idle-pss idle-ws idle-rss dashboard-rss viewed-pss view-ms start-ms;
   ratio="$(awk -v e="$e" -v o="$o" 'BEGIN { if (e + 0 > 0 && o != "-") printf "%.2f", o / e; else print "-" }')"
   printf '%-40s %10s %10s %16s\n' "$label" "$e" "$o" "$ratio"
 done
+
+if grep -q ' idle-kinds ' "$WORK/samples"; then
+  printf '\nThe idle cgroup by kind, MiB (anon: process memory; file: page cache charged to it; inactive file: not in the working set)\n'
+  printf '%-10s %5s %8s %8s %8s %14s\n' mode round anon file shmem inactive-file
+  awk '$3 == "idle-kinds" { printf "%-10s %5s %8.0f %8.0f %8.0f %14.0f\n", $1, $2, $6 / 1024, $7 / 1024, $8 / 1024, $9 / 1024 }' "$WORK/samples"
+fi
 
 printf '\nThe idle on-demand tree of round %s, per process (what holds the memory)\n' "$ROUNDS"
 printf '%-44s %8s %8s %8s\n' role pid RSS-MiB PSS-MiB
