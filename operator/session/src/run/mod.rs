@@ -7,6 +7,7 @@ pub(crate) mod cdp;
 pub(crate) mod daemon;
 pub(crate) mod dashboard;
 pub(crate) mod idle;
+pub(crate) mod launch_defaults;
 pub(crate) mod namespace;
 pub(crate) mod output;
 pub(crate) mod profile;
@@ -151,6 +152,13 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         .transpose()?;
     let mut config = config.clone();
     let mut user_data_dir = prepared.user_data_dir.clone();
+    let defaults = Path::new(playpen_api::layout::LAUNCH_DEFAULTS);
+    if let Some(derived) = launch_defaults::write(Path::new(&config.launch_config), defaults, &std::env::temp_dir())
+        .map_err(|message| Fatal::Config { path: config.launch_config.clone().into(), message })?
+    {
+        tracing::info!(config = %derived.display(), "the image's default browser arguments added to the launch config");
+        config.launch_config = derived.display().to_string();
+    }
     if config.cdp_port.is_some() {
         let derived = cdp::launch::write(Path::new(&config.launch_config), &std::env::temp_dir())
             .map_err(|message| Fatal::Config { path: config.launch_config.clone().into(), message })?;
