@@ -8,11 +8,11 @@
 //! itself, then the session's. A flag the session names (by the part before
 //! `=`) replaces the image's, so a tenant can still turn any of them off.
 
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+use crate::run::profile::write_owner_only;
 
 /// Where the derived config is written, under the runtime's temp directory.
 pub const DERIVED_FILE: &str = "launch-with-image-defaults.json";
@@ -74,14 +74,7 @@ pub fn write(source: &Path, defaults: &Path, dir: &Path) -> Result<Option<PathBu
     let Some(derived) = with_image_defaults(config, &defaults)? else { return Ok(None) };
     let bytes = serde_json::to_vec_pretty(&derived).map_err(|e| e.to_string())?;
     let path = dir.join(DERIVED_FILE);
-    let _ = std::fs::remove_file(&path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    file.write_all(&bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    write_owner_only(&path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(Some(path))
 }
 

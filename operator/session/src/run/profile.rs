@@ -32,10 +32,15 @@ pub fn clear_stale_locks(user_data_dir: &Path) -> usize {
 
 /// Copies `source` to `target` with mode 0600 (the copy holds live credentials).
 pub fn copy_owner_only(source: &Path, target: &Path) -> std::io::Result<()> {
-    let bytes = std::fs::read(source)?;
+    write_owner_only(target, &std::fs::read(source)?)
+}
+
+/// Writes `bytes` to a new `target` with mode 0600, replacing any file
+/// there (never writing through one an earlier container left).
+pub fn write_owner_only(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let _ = std::fs::remove_file(target);
     let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(target)?;
-    file.write_all(&bytes)?;
+    file.write_all(bytes)?;
     file.sync_all()
 }
 

@@ -10,8 +10,6 @@
 //! on, a session without a profile gets a fresh throwaway one in `/tmp`: the
 //! CLI then drives Chromium's default context, the one CDP clients share.
 
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -86,14 +84,8 @@ pub fn write(source: &Path, dir: &Path) -> Result<Derived, String> {
     }
     let bytes = serde_json::to_vec_pretty(&derived).map_err(|e| e.to_string())?;
     let path = dir.join("launch-cdp.json");
-    let _ = std::fs::remove_file(&path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    file.write_all(&bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    crate::run::profile::write_owner_only(&path, &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(Derived { config: path, user_data_dir })
 }
 
