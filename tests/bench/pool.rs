@@ -2,9 +2,9 @@
 //! the single-node cluster, in one run, sessions that claim a warm Pod from a
 //! BrowserPool versus cold sessions on the same image and launch config:
 //! create → Ready and create → first `playwright-cli goto` answered (through
-//! `kubectl exec`, as an agent drives it), one at a time and in bursts; a
-//! pooled session with auth state (a cold start: create → Ready and → its
-//! cookie visible); the working set of an idle warm browser container (the
+//! `kubectl exec`, as an agent drives it), one at a time and in bursts;
+//! pooled sessions with auth state (create → Ready and → its cookie
+//! visible in the browser); the working set of an idle warm browser container (the
 //! kubelet's own stats). Prints a table and the ratio cold / warm.
 
 use std::time::{Duration, Instant};
@@ -240,7 +240,7 @@ async fn main() -> anyhow::Result<()> {
     let cold_burst = bench.burst("cb", burst, bench.cold_spec()).await?;
     bench.delete_all().await?;
 
-    // Auth state: a pooled session that brings it starts cold; its cookie shows when it is loaded.
+    // Auth state: claimed like any other, loaded into the running browser; its cookie shows when it is.
     let state = json!({"cookies": [{"name": "bench", "value": "1", "domain": "bench.invalid", "path": "/",
         "expires": -1, "httpOnly": false, "secure": false, "sameSite": "Lax"}], "origins": []});
     let secret: Secret = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Secret",
@@ -279,7 +279,7 @@ async fn main() -> anyhow::Result<()> {
     let (cold_burst_ready, _) = row(&format!("cold, bursts of {burst}"), &cold_burst);
     println!(
         "{:<34} {:>4} {:>7} {:>9.3} {:>9.3} {:>9} {:>9}",
-        "pooled + auth state (cold start)",
+        "pooled + auth state",
         authed.len(),
         authed.iter().filter(|s| s.claimed).count(),
         percentiles(authed.iter().map(|s| s.ready).collect()).0,
