@@ -124,7 +124,7 @@ async fn publish_events(ctx: &Context, bs: &BrowserSession, id: &Identity, new: 
 
 /// How long the controller waits after an event for more of the same
 /// object's before it reconciles.
-pub const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(20);
+pub const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(300);
 
 /// How often a session waiting on an empty pool looks again without being
 /// woken: the wake-up is a ready pool Pod ([`claim::wake`]); this covers
@@ -349,8 +349,11 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
     let owned = watcher::Config::default().labels(&children::managed_selector());
     // Creating one session makes five child events and a status update;
     // those that arrive while its reconcile runs are held and folded into
-    // one more. The debounce adds to every first reconcile, so it stays
-    // short: a claim from a warm pool is meant to take under 100 ms. The
+    // one more. The debounce adds to every first reconcile (a warm claim
+    // waits for it too), but it also gives the cache time to see this
+    // operator's own status write before the next reconcile reads it:
+    // at 20 ms a follow-up reconcile read a stale `gaveUp` and re-created
+    // a Pod the budget had stopped (tests/operator/recovery.rs). The
     // concurrency bound caps memory and API pressure when a thousand
     // sessions arrive at once.
     let config = controller::Config::default().debounce(RECONCILE_DEBOUNCE).concurrency(32);
