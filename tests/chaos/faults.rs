@@ -267,6 +267,19 @@ async fn kill_in_browser_pods(
 
 /// Opens `session`'s viewer through `kubectl port-forward`, which starts its dashboard.
 async fn view(ns: &str, session: &str) -> anyhow::Result<()> {
+    // Twice, each through a new tunnel: right after the faults before this
+    // one a port-forward stream once hung (30 s without an answer) where a
+    // new one is served; a viewer that answers on the second try still works.
+    match view_once(ns, session).await {
+        Ok(()) => Ok(()),
+        Err(first) => {
+            eprintln!("chaos: viewing {session} failed once ({first:#}); trying a new tunnel");
+            view_once(ns, session).await
+        }
+    }
+}
+
+async fn view_once(ns: &str, session: &str) -> anyhow::Result<()> {
     let port = u16::try_from(playpen_api::v1alpha1::DEFAULT_VIEWER_PORT)?;
     let forward = port_forward(ns, &format!("svc/{session}-view"), port).await?;
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
