@@ -483,37 +483,6 @@ mod tests {
         }
     }
 
-    /// With the CLI installed (`PLAYPEN_TEST_CLI_PREFIX`, as for the session
-    /// tests): every feature the real playwright-core disables is still
-    /// disabled by ours, which replaces its list.
-    #[test]
-    fn our_disabled_features_cover_the_installed_playwrights() {
-        let Ok(prefix) = std::env::var("PLAYPEN_TEST_CLI_PREFIX") else {
-            eprintln!("PLAYPEN_TEST_CLI_PREFIX unset: the check against the real bundle is skipped");
-            return;
-        };
-        let core = std::path::Path::new(&prefix).join("node_modules/playwright-core/lib");
-        let bundle = ["coreBundle.js", "server/chromium/chromiumSwitches.js"]
-            .iter()
-            .find_map(|f| std::fs::read_to_string(core.join(f)).ok().filter(|t| t.contains("disabledFeatures = [")))
-            .expect("playwright-core's chromium switches");
-        let start = bundle.find("disabledFeatures = [").unwrap();
-        let list = &bundle[start..start + bundle[start..].find("]").unwrap()];
-        let theirs: Vec<&str> = list
-            .lines()
-            .map(str::trim)
-            .filter(|l| l.starts_with('"'))
-            .map(|l| l.trim_end_matches(',').trim_matches('"'))
-            .collect();
-        assert!(theirs.len() > 5, "{list}");
-        let args = default_chromium_args();
-        let ours = args.iter().find_map(|a| a.strip_prefix("--disable-features=")).unwrap();
-        let ours: Vec<&str> = ours.split(',').collect();
-        for feature in theirs {
-            assert!(ours.contains(&feature), "playwright-core disables {feature}; chromium-args.json must too");
-        }
-    }
-
     #[test]
     fn missing_dependency_output_is_recognised() {
         let out = "Playwright Host validation warning:\n║ Host system is missing dependencies to run browsers. ║";
