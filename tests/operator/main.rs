@@ -9,6 +9,7 @@ mod pool;
 mod properties;
 mod reconcile;
 mod recovery;
+mod writes;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};

@@ -185,6 +185,67 @@ pub fn settings() -> Settings {
     }
 }
 
+/// Every write (any method but GET) a client sent, as `METHOD path`.
+#[derive(Debug, Clone, Default)]
+pub struct WriteLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl WriteLog {
+    /// The writes so far.
+    pub fn writes(&self) -> Vec<String> {
+        self.0.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+
+    /// How many writes so far.
+    pub fn count(&self) -> usize {
+        self.0.lock().map(|w| w.len()).unwrap_or_default()
+    }
+}
+
+impl<S> tower::Layer<S> for WriteLog {
+    type Service = LoggedWrites<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        LoggedWrites { inner, log: self.clone() }
+    }
+}
+
+/// The service [`WriteLog`] wraps around a client's HTTP stack.
+#[derive(Debug, Clone)]
+pub struct LoggedWrites<S> {
+    inner: S,
+    log: WriteLog,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for LoggedWrites<S>
+where
+    S: tower::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        if request.method() != http::Method::GET {
+            let line = format!("{} {}", request.method(), request.uri().path());
+            if let Ok(mut log) = self.log.0.lock() {
+                log.push(line);
+            }
+        }
+        self.inner.call(request)
+    }
+}
+
+/// An admin client whose writes are recorded in the returned log.
+pub async fn logged_client() -> anyhow::Result<(Client, WriteLog)> {
+    let log = WriteLog::default();
+    let client = kube::client::ClientBuilder::try_from(admin_config().await?)?.with_layer(&log).build();
+    Ok((client, log))
+}
+
 /// A running in-process operator; stopped on drop.
 #[derive(Debug)]
 pub struct RunningOperator {

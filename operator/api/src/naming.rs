@@ -42,6 +42,17 @@ pub fn warm_auth_secret(warm_name: &str) -> String {
     format!("{warm_name}-auth")
 }
 
+/// Annotation on every child the operator applies: a digest of the object
+/// as built. Compared before an apply, it catches a field the operator
+/// stopped setting, which a field-by-field comparison with the live object
+/// cannot see.
+pub const APPLIED_ANNOTATION: &str = "playpen.dev/applied";
+
+/// The digest for [`APPLIED_ANNOTATION`] of an object serialised as `json`.
+pub fn applied_digest(json: &str) -> String {
+    hex_digest(&[json])[..16].to_owned()
+}
+
 /// A short digest of `parts` (for [`DELIVERED_ANNOTATION`]).
 pub fn delivery_digest(parts: &[&str]) -> String {
     hex_digest(parts)[..16].to_owned()

@@ -1,15 +1,18 @@
-//! Apply phase: server-side apply of every child with one field manager.
+//! Apply phase: server-side apply of every child with one field manager,
+//! skipped for a child the controller's cache shows already as wanted
+//! ([`crate::cache`]): a reconcile of an unchanged session writes nothing.
 
 use std::fmt::Debug;
 
-use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service, ServicePort};
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::{Client, Resource, ResourceExt};
-use playpen_api::naming::MANAGER;
+use playpen_api::naming::{applied_digest, APPLIED_ANNOTATION, MANAGER};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::cache::{self, Cached, Caches};
 use crate::children::Children;
 use crate::error::{Error, Result};
 use crate::leader::Fence;
@@ -35,8 +38,8 @@ impl<K> Child for K where
 {
 }
 
-/// Where children are written: the client, and the leadership fence every
-/// write passes just before it is sent.
+/// Where children are written: the client, the leadership fence every
+/// write passes just before it is sent, and what is known of them already.
 #[derive(Clone, Copy)]
 pub struct Target<'a> {
     /// API client.
@@ -45,6 +48,8 @@ pub struct Target<'a> {
     pub fence: &'a Fence,
     /// Namespace of the session and its children.
     pub namespace: &'a str,
+    /// The children as last seen (empty: every child is applied).
+    pub cache: &'a Caches,
 }
 
 impl Debug for Target<'_> {
@@ -53,12 +58,14 @@ impl Debug for Target<'_> {
     }
 }
 
-/// Server-side applies `obj` (force: this manager owns these fields).
+/// Server-side applies `obj`, [stamped](stamp) (force: this manager owns
+/// these fields).
 pub async fn apply<K: Child>(to: Target<'_>, obj: &K) -> Result<K> {
-    let Target { client, fence, namespace } = to;
+    let Target { client, fence, namespace, .. } = to;
     if !fence.is_open() {
         return Err(Error::NotLeader);
     }
+    let obj = &stamp(obj)?;
     let name = obj.name_any();
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(obj)).await.map_err(|source| Error::Kube {
@@ -70,16 +77,56 @@ pub async fn apply<K: Child>(to: Target<'_>, obj: &K) -> Result<K> {
     })
 }
 
+/// `obj` with the digest of itself as built ([`APPLIED_ANNOTATION`]; a
+/// stamp already there is replaced, not digested).
+pub fn stamp<K: Child>(obj: &K) -> Result<K> {
+    let mut stamped = obj.clone();
+    let annotations = stamped.meta_mut().annotations.get_or_insert_default();
+    annotations.remove(APPLIED_ANNOTATION);
+    if annotations.is_empty() {
+        stamped.meta_mut().annotations = None;
+    }
+    let json = serde_json::to_string(&stamped).map_err(|source| Error::Serialize { what: "a child", source })?;
+    stamped.meta_mut().annotations.get_or_insert_default().insert(APPLIED_ANNOTATION.to_owned(), applied_digest(&json));
+    Ok(stamped)
+}
+
+/// Applies `obj` unless the cache shows it already as wanted: the same
+/// digest (nothing we build changed) and every field as we set it (no hand
+/// edit since).
+pub async fn ensure<K: Cached>(to: Target<'_>, obj: &K) -> Result<()> {
+    let stamped = stamp(obj)?;
+    if !cache::up_to_date(to.cache, to.namespace, &stamped) {
+        apply(to, &stamped).await?;
+    }
+    Ok(())
+}
+
+/// Whether the children were applied before: a launch Secret is then read
+/// and compared before it is written (Secrets are not cached); on a first
+/// apply the read would only add a round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// Applied before (the Pod exists): read the Secret, write on a change.
+    Before,
+    /// Maybe never: write the Secret.
+    Unknown,
+}
+
 /// Applies every child. The Pod is created once and then only read: its
 /// spec is immutable, so re-applying it after an operator upgrade that
 /// builds it differently would fail every reconcile. It is only created
 /// when `create_pod` (every reference resolved). Returns the Pod as the API
-/// server holds it, with its status.
+/// server (or the cache of it) holds it, with its status.
 pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: bool) -> Result<Option<Pod>> {
     let Target { client, namespace, .. } = to;
+    let name = children.pod.name_any();
+    if let Some(pod) = to.cache.pods.get(namespace, &name) {
+        apply_all_but_the_pod(to, children, Seen::Before).await?;
+        return Ok(Some((*pod).clone()));
+    }
     // Everything the Pod mounts or is isolated by, in parallel (independent
     // objects), and the existing Pod; only then the Pod itself.
-    let name = children.pod.name_any();
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let existing = async {
         pods.get_opt(&name).await.map_err(|source| Error::Kube {
@@ -90,7 +137,7 @@ pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: boo
             source: Box::new(source),
         })
     };
-    let (existing, ()) = futures::try_join!(existing, apply_all_but_the_pod(to, children))?;
+    let (existing, ()) = futures::try_join!(existing, apply_all_but_the_pod(to, children, Seen::Unknown))?;
     match existing {
         Some(pod) => Ok(Some(pod)),
         None if create_pod => apply(to, &children.pod).await.map(Some),
@@ -100,15 +147,31 @@ pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: boo
 
 /// Applies every child but the Pod, in parallel: what a Pod mounts or is
 /// isolated by (for a session whose Pod came from a pool, all there is to apply).
-pub async fn apply_all_but_the_pod(to: Target<'_>, children: &Children) -> Result<()> {
+pub async fn apply_all_but_the_pod(to: Target<'_>, children: &Children, seen: Seen) -> Result<()> {
     futures::try_join!(
-        apply_opt(to, children.launch_secret.as_ref()),
-        apply(to, &children.runtime_config),
-        apply_opt(to, children.snapshot_claim.as_ref()),
-        apply(to, &children.network_policy),
+        ensure_secret(to, children.launch_secret.as_ref(), seen),
+        ensure(to, &children.runtime_config),
+        ensure_opt(to, children.snapshot_claim.as_ref()),
+        ensure(to, &children.network_policy),
         apply_viewer_service(to, children.viewer_service.as_ref()),
     )?;
     Ok(())
+}
+
+/// The launch config Secret: read and compared first when it was applied
+/// before, so an unchanged one is not written; a hand edit is still put back.
+async fn ensure_secret(to: Target<'_>, desired: Option<&Secret>, seen: Seen) -> Result<()> {
+    let Some(desired) = desired else { return Ok(()) };
+    let desired = &stamp(desired)?;
+    if seen == Seen::Before {
+        let name = desired.name_any();
+        let api: Api<Secret> = Api::namespaced(to.client.clone(), to.namespace);
+        let live = api.get_opt(&name).await.map_err(Error::kube("get", "Secret", to.namespace, &name))?;
+        if live.is_some_and(|live| cache::matches(&live, desired)) {
+            return Ok(());
+        }
+    }
+    apply(to, desired).await.map(drop)
 }
 
 /// The viewer Service, with its ports exactly as built. Server-side apply
@@ -116,18 +179,22 @@ pub async fn apply_all_but_the_pod(to: Target<'_>, children: &Children) -> Resul
 /// took their ownership, so an apply either adds our port beside the foreign
 /// one or is refused (two ports named `viewer`). Then a merge patch, which
 /// replaces the list whole, puts the ports back.
-async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Result<Option<Service>> {
-    let Some(desired) = desired else { return Ok(None) };
+async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Result<()> {
+    let Some(desired) = desired else { return Ok(()) };
+    let desired = &stamp(desired)?;
+    if cache::up_to_date(to.cache, to.namespace, desired) {
+        return Ok(());
+    }
     let ports = |s: &Service| s.spec.as_ref().and_then(|s| s.ports.clone()).unwrap_or_default();
     let key = |p: &ServicePort| (p.name.clone(), p.port, p.protocol.clone().unwrap_or_else(|| "TCP".into()));
     let want = ports(desired);
     match apply(to, desired).await {
-        Ok(live) if want.iter().map(key).eq(ports(&live).iter().map(key)) => return Ok(Some(live)),
+        Ok(live) if want.iter().map(key).eq(ports(&live).iter().map(key)) => return Ok(()),
         Ok(_) => {}
         Err(Error::Kube { source, .. }) if matches!(*source, kube::Error::Api(ref s) if s.code == 422) => {}
         Err(other) => return Err(other),
     }
-    let Target { client, fence, namespace } = to;
+    let Target { client, fence, namespace, .. } = to;
     if !fence.is_open() {
         return Err(Error::NotLeader);
     }
@@ -142,21 +209,21 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
         name,
         source: Box::new(source),
     })?;
-    apply(to, desired).await.map(Some)
+    apply(to, desired).await.map(drop)
 }
 
-/// [`apply`] for an optional child.
-async fn apply_opt<K: Child>(to: Target<'_>, obj: Option<&K>) -> Result<Option<K>> {
+/// [`ensure`] for an optional child.
+async fn ensure_opt<K: Cached>(to: Target<'_>, obj: Option<&K>) -> Result<()> {
     match obj {
-        Some(obj) => apply(to, obj).await.map(Some),
-        None => Ok(None),
+        Some(obj) => ensure(to, obj).await,
+        None => Ok(()),
     }
 }
 
 /// Deletes the Pod `name` if it is still the one with `uid` (a replacement
 /// created meanwhile is never deleted by mistake). Gone already is fine.
 pub async fn delete_pod(to: Target<'_>, name: &str, uid: &str) -> Result<()> {
-    let Target { client, fence, namespace } = to;
+    let Target { client, fence, namespace, .. } = to;
     if !fence.is_open() {
         return Err(Error::NotLeader);
     }
@@ -175,5 +242,38 @@ pub async fn delete_pod(to: Target<'_>, name: &str, uid: &str) -> Result<()> {
             name: name.to_owned(),
             source: Box::new(source),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+    use std::collections::BTreeMap;
+
+    fn map(data: &[(&str, &str)]) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta { name: Some("m".into()), ..ObjectMeta::default() },
+            data: Some(data.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<BTreeMap<_, _>>()),
+            ..ConfigMap::default()
+        }
+    }
+
+    fn digest_of(obj: &ConfigMap) -> String {
+        obj.annotations()[APPLIED_ANNOTATION].clone()
+    }
+
+    #[test]
+    fn the_stamp_follows_what_is_built_and_stamping_twice_changes_nothing() {
+        let a = stamp(&map(&[("k", "v")])).unwrap();
+        assert_eq!(digest_of(&a).len(), 16);
+        assert_eq!(stamp(&a).unwrap(), a, "idempotent: an applied object is not a new one");
+        assert_ne!(digest_of(&a), digest_of(&stamp(&map(&[("k", "w")])).unwrap()));
+        // A field the builder stops setting changes the digest, though the
+        // live object still has it (a subset comparison alone would miss it).
+        let fewer = stamp(&map(&[])).unwrap();
+        assert_ne!(digest_of(&a), digest_of(&fewer));
+        assert!(!cache::matches(&a, &fewer), "the stamps differ");
     }
 }

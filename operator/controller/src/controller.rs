@@ -2,7 +2,7 @@
 //! `Controller` watching BrowserSessions and the children they own.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use std::future::Future;
@@ -14,8 +14,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{EventType, Recorder, Reporter};
-use kube::runtime::reflector::Store;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::{MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode};
@@ -24,6 +24,7 @@ use serde_json::json;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::{info, instrument, warn};
 
+use crate::cache::{self, Caches};
 use crate::children::{self, Identity, Settings};
 use crate::claim::outcome::{self, ClaimResult};
 use crate::claim::{self, Pooled, Refusal, Source};
@@ -33,6 +34,7 @@ use crate::leader::Fence;
 use crate::metrics::{Metrics, PhaseLabels};
 use crate::recovery::{self, Recovery, RecoveryBudget};
 use crate::status::{self, Observed};
+use crate::written::Written;
 use crate::{apply, validate};
 
 /// Shared state of the reconciler.
@@ -47,6 +49,10 @@ pub struct Context {
     failures: Failures,
     fence: Fence,
     recovery: RecoveryBudget,
+    /// The running controllers' caches of their children (replaced when
+    /// they restart, after a lost and regained leadership).
+    caches: RwLock<Arc<Caches>>,
+    written: Written,
 }
 
 impl std::fmt::Debug for Context {
@@ -67,7 +73,24 @@ impl Context {
             failures: Failures::default(),
             fence: Fence::unconditional(),
             recovery: RecoveryBudget::default(),
+            caches: RwLock::default(),
+            written: Written::default(),
         }
+    }
+
+    fn caches(&self) -> Arc<Caches> {
+        self.caches.read().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    fn set_caches(&self, caches: Caches) {
+        if let Ok(mut held) = self.caches.write() {
+            *held = Arc::new(caches);
+        }
+    }
+
+    /// Status writes whose watch event the cache has not delivered yet.
+    pub fn unseen_status_writes(&self) -> usize {
+        self.written.pending()
     }
 
     /// Replaces failed Pods within `budget`.
@@ -123,8 +146,14 @@ async fn publish_events(ctx: &Context, bs: &BrowserSession, id: &Identity, new: 
 }
 
 /// How long the controller waits after an event for more of the same
-/// object's before it reconciles.
-pub const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(300);
+/// object's before it reconciles: short, since a claim waits for it too;
+/// a cache that has not seen this operator's own status write yet is
+/// caught by [`Written`], not by waiting.
+pub const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(20);
+
+/// How soon a reconcile that read a session older than its own last status
+/// write looks again (the watch event is usually milliseconds away).
+const STALE_REQUEUE: Duration = Duration::from_millis(50);
 
 /// How often a session waiting on an empty pool looks again without being
 /// woken: the wake-up is a ready pool Pod ([`claim::wake`]); this covers
@@ -146,14 +175,22 @@ async fn announce_source(ctx: &Context, bs: &BrowserSession, pool: &str, source:
 #[instrument(skip(bs, ctx), fields(namespace = bs.namespace().unwrap_or_default(), name = %bs.name_any()))]
 pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Action> {
     let _timer = ctx.metrics.reconcile_started();
+    let uid = bs.meta().uid.as_deref().unwrap_or_default();
     if bs.meta().deletion_timestamp.is_some() {
         // Owner references let the garbage collector delete the Pod, whose
         // runtime closes the browser on SIGTERM.
+        ctx.written.forget(uid);
         return Ok(Action::await_change());
+    }
+    if ctx.written.is_stale(uid, bs.meta().resource_version.as_deref()) {
+        return Ok(Action::requeue(STALE_REQUEUE));
     }
     let session_id = Identity::of(&bs)?;
     let now = Timestamp::now();
-    let target = apply::Target { client: &ctx.client, fence: &ctx.fence, namespace: &session_id.namespace };
+    let caches = ctx.caches();
+    caches.ready().await;
+    let target =
+        apply::Target { client: &ctx.client, fence: &ctx.fence, namespace: &session_id.namespace, cache: &caches };
     // claim: a pooled session runs the pool's template, maybe in a warm Pod
     let pooled = match &bs.spec.pool {
         None => None,
@@ -182,7 +219,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let gave_up = done.is_some_and(|d| d.gave_up);
     let pod = match pooled.as_ref().map(|p| &p.source) {
         Some(Source::Claimed(pod)) => {
-            apply::apply_all_but_the_pod(target, &children).await?;
+            apply::apply_all_but_the_pod(target, &children, apply::Seen::Before).await?;
             claim::deliver::deliver(target, session, id, pod, &children.runtime_config).await?;
             Some((**pod).clone())
         }
@@ -256,15 +293,11 @@ async fn write_status(ctx: &Context, bs: &BrowserSession, id: &Identity, new: Br
     }
     let api: Api<BrowserSession> = Api::namespaced(ctx.client.clone(), &id.namespace);
     let patch = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "status": new});
-    api.patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch)).await.map_err(
-        |source| Error::Kube {
-            action: "patch status",
-            kind: "BrowserSession",
-            namespace: id.namespace.clone(),
-            name: id.name.clone(),
-            source: Box::new(source),
-        },
-    )?;
+    let written = api
+        .patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch))
+        .await
+        .map_err(Error::kube("patch status", "BrowserSession", &id.namespace, &id.name))?;
+    ctx.written.record(&id.owner.uid, written.meta().resource_version.as_deref());
     Ok(())
 }
 
@@ -332,7 +365,21 @@ async fn count_phases(stores: Vec<Store<BrowserSession>>, metrics: Arc<Metrics>)
     }
 }
 
-fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<BrowserSession> {
+/// A watch of one child kind that keeps `stores` and wakes the owners.
+fn cached<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    stores: &mut cache::Stores<K>,
+) -> impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static
+where
+    K: cache::Cached + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    stores.push(reader);
+    watcher(api, config).default_backoff().modify(cache::slim).reflect(writer).touched_objects()
+}
+
+fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches) -> Controller<BrowserSession> {
     fn api<K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>>(
         c: &Client,
         ns: Option<&str>,
@@ -344,18 +391,13 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
     }
     // Only our own children wake us: select them by the managed-by label.
     // Secrets are not watched: that would need list/watch on every Secret
-    // in the cluster (and hold them in memory); the periodic requeue
-    // repairs drift of the generated launch config instead.
-    let owned = watcher::Config::default().labels(&children::managed_selector());
+    // in the cluster (and hold them in memory); a reconcile reads the
+    // launch config Secret instead (see `apply`).
+    let owned = || watcher::Config::default().labels(&children::managed_selector());
     // Creating one session makes five child events and a status update;
-    // those that arrive while its reconcile runs are held and folded into
-    // one more. The debounce adds to every first reconcile (a warm claim
-    // waits for it too), but it also gives the cache time to see this
-    // operator's own status write before the next reconcile reads it:
-    // at 20 ms a follow-up reconcile read a stale `gaveUp` and re-created
-    // a Pod the budget had stopped (tests/operator/recovery.rs). The
-    // concurrency bound caps memory and API pressure when a thousand
-    // sessions arrive at once.
+    // those that arrive within the debounce, or while its reconcile runs,
+    // are folded into one more. The concurrency bound caps memory and API
+    // pressure when a thousand sessions arrive at once.
     let config = controller::Config::default().debounce(RECONCILE_DEBOUNCE).concurrency(32);
     let controller =
         Controller::new(api::<BrowserSession>(client, namespace), watcher::Config::default()).with_config(config);
@@ -367,11 +409,11 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
         .watches(api::<Pod>(client, namespace), warm, move |pod: Pod| {
             claim::wake::sessions_to_wake(&pod, sessions.state().iter().map(|s| &**s))
         })
-        .owns(api::<Pod>(client, namespace), owned.clone())
-        .owns(api::<ConfigMap>(client, namespace), owned.clone())
-        .owns(api::<Service>(client, namespace), owned.clone())
-        .owns(api::<NetworkPolicy>(client, namespace), owned.clone())
-        .owns(api::<PersistentVolumeClaim>(client, namespace), owned)
+        .owns_stream(cached(api::<Pod>(client, namespace), owned(), &mut caches.pods))
+        .owns_stream(cached(api::<ConfigMap>(client, namespace), owned(), &mut caches.config_maps))
+        .owns_stream(cached(api::<Service>(client, namespace), owned(), &mut caches.services))
+        .owns_stream(cached(api::<NetworkPolicy>(client, namespace), owned(), &mut caches.network_policies))
+        .owns_stream(cached(api::<PersistentVolumeClaim>(client, namespace), owned(), &mut caches.claims))
 }
 
 /// Runs the controllers (one per listed namespace, or one cluster-wide)
@@ -393,7 +435,9 @@ pub async fn run_with<R, F>(
 {
     let targets: Vec<Option<&str>> =
         if namespaces.is_empty() { vec![None] } else { namespaces.iter().map(|n| Some(n.as_str())).collect() };
-    let controllers: Vec<_> = targets.iter().map(|ns| controller_for(&ctx.client, *ns)).collect();
+    let mut caches = Caches::default();
+    let controllers: Vec<_> = targets.iter().map(|ns| controller_for(&ctx.client, *ns, &mut caches)).collect();
+    ctx.set_caches(caches);
     let stores = controllers.iter().map(Controller::store).collect();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let runs = controllers.into_iter().map(|c| {

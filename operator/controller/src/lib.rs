@@ -13,6 +13,7 @@
 //! service; [`operator`] puts the pieces together for `main` and for tests.
 
 pub mod apply;
+pub mod cache;
 pub mod children;
 pub mod claim;
 pub mod controller;
@@ -28,5 +29,6 @@ pub mod recovery;
 pub mod status;
 pub mod telemetry;
 pub mod validate;
+pub mod written;
 
 pub use error::{Error, Result};

@@ -54,6 +54,19 @@ pub fn digest(runtime_config: &ConfigMap, auth_state_version: Option<&str>) -> S
     delivery_digest(&[&config, auth_state_version.unwrap_or("")])
 }
 
+/// Writes `copy` unless the Pod's slot holds it already (read first: a
+/// reconcile of an unchanged session writes nothing); returns its version.
+async fn copy_state(to: Target<'_>, copy: &Secret) -> Result<Option<String>> {
+    let name = copy.name_any();
+    let secrets: Api<Secret> = Api::namespaced(to.client.clone(), to.namespace);
+    let live = secrets.get_opt(&name).await.map_err(Error::kube("get", "Secret", to.namespace, &name))?;
+    let live = match live {
+        Some(live) if crate::cache::matches(&live, copy) => live,
+        _ => crate::apply::apply(to, copy).await?,
+    };
+    Ok(live.resource_version())
+}
+
 /// Writes the session's auth state into the claimed Pod's slot and, when
 /// what the Pod holds changed, annotates the Pod so the kubelet refreshes
 /// its volumes now.
@@ -74,10 +87,7 @@ pub async fn deliver(
         // A missing Secret is the status's to say (validate); a missing key leaves the browser without it.
         let source = secrets.get_opt(name).await.map_err(Error::kube("get", "Secret", ns, name))?;
         match source.and_then(|s| s.data).and_then(|mut d| d.remove(key)) {
-            Some(state) => {
-                let copy = crate::apply::apply(to, &auth_state_copy(id, warm_name, state)).await?;
-                version = copy.resource_version();
-            }
+            Some(state) => version = copy_state(to, &auth_state_copy(id, warm_name, state)).await?,
             None => tracing::warn!(secret = %name, key, "spec.authState.secretRef: the Secret has no such key"),
         }
     }

@@ -18,6 +18,7 @@ pub mod pick;
 pub mod wake;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use playpen_api::naming::{
@@ -160,16 +161,16 @@ pub async fn resolve(
     let mut session = bs.clone();
     session.spec = effective::effective_spec(&pool.spec.template, &bs.spec);
     let uid = bs.meta().uid.clone().unwrap_or_default();
-    let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
-    let mine = ListParams::default().labels(&format!("{SESSION_LABEL}={}", id.name));
-    let own = pods.list(&mine).await.map_err(Error::kube("list", "Pod", ns, &id.name))?.items;
-    let own = own.into_iter().find(|p| p.owner_references().iter().any(|o| o.uid == uid && o.controller == Some(true)));
+    let own = own_pod(to, bs, id, &uid).await?;
     let decided = own.is_none();
     let source = match own {
         Some(pod) if is_claimed(&pod) => {
-            // Again on every reconcile: an operator stopped between the claim
-            // and this leaves the pool as their owner (no-op patches otherwise).
-            rehome(to, &claimed_identity(id, &pod)).await?;
+            // Checked on every reconcile: an operator stopped between the
+            // claim and the re-owning leaves the pool as their owner.
+            let claimed = claimed_identity(id, &pod);
+            if !rehomed(to, &claimed).await? {
+                rehome(to, &claimed).await?;
+            }
             Source::Claimed(Box::new(pod))
         }
         Some(_) => previous_cold(bs),
@@ -186,6 +187,21 @@ pub async fn resolve(
         Source::Cold { .. } | Source::Waiting { .. } => id.clone(),
     };
     Ok(Ok(Pooled { session, id, source, decided }))
+}
+
+/// The Pod this session already runs in, if any: the one its status names,
+/// from the cache; otherwise (a first reconcile, a status write that never
+/// landed) whatever the API server lists with its label and ownership.
+async fn own_pod(to: Target<'_>, bs: &BrowserSession, id: &Identity, uid: &str) -> Result<Option<Pod>> {
+    let owned = |p: &Pod| p.owner_references().iter().any(|o| o.uid == uid && o.controller == Some(true));
+    let named = bs.status.as_ref().and_then(|s| s.pod_name.as_deref());
+    if let Some(pod) = named.and_then(|name| to.cache.pods.get(to.namespace, name)).filter(|p| owned(p)) {
+        return Ok(Some((*pod).clone()));
+    }
+    let pods: Api<Pod> = Api::namespaced(to.client.clone(), to.namespace);
+    let mine = ListParams::default().labels(&format!("{SESSION_LABEL}={}", id.name));
+    let listed = pods.list(&mine).await.map_err(Error::kube("list", "Pod", to.namespace, &id.name))?.items;
+    Ok(listed.into_iter().find(owned))
 }
 
 fn is_claimed(pod: &Pod) -> bool {
@@ -299,6 +315,24 @@ async fn claim(
         }
     }
     Ok(none_ready)
+}
+
+/// Whether the claimed Pod's ConfigMap (from the cache) and Secret (its
+/// metadata: Secrets are not cached) are the session's already.
+async fn rehomed(to: Target<'_>, claimed: &Identity) -> Result<bool> {
+    let ours = |meta: &ObjectMeta| {
+        meta.owner_references.as_deref() == Some(std::slice::from_ref(&claimed.owner))
+            && meta.labels.as_ref().and_then(|l| l.get(SESSION_LABEL)) == Some(&claimed.name)
+    };
+    let Some(map) = to.cache.config_maps.get(to.namespace, &claimed.names.runtime_config) else { return Ok(false) };
+    if !ours(&map.metadata) {
+        return Ok(false);
+    }
+    let secrets: Api<Secret> = Api::namespaced(to.client.clone(), to.namespace);
+    let name = &claimed.names.launch_secret;
+    let secret = secrets.get_metadata_opt(name).await.map_err(Error::kube("get", "Secret", to.namespace, name))?;
+    // None: a pool whose template names its own launch config Secret made none.
+    Ok(secret.is_none_or(|s| ours(&s.metadata)))
 }
 
 /// Gives the claimed Pod's Secret and ConfigMap to the session (one

@@ -87,7 +87,9 @@ pub async fn reconcile(pool: Arc<BrowserPool>, ctx: Arc<Context>) -> Result<Acti
         return Ok(Action::await_change());
     }
     let id = identity(&pool)?;
-    let target = Target { client: &ctx.client, fence: &ctx.fence, namespace: &id.namespace };
+    // Warm Pods and the pool's policy are few and rarely reconciled: applied without a cache.
+    let nothing_cached = crate::cache::Caches::default();
+    let target = Target { client: &ctx.client, fence: &ctx.fence, namespace: &id.namespace, cache: &nothing_cached };
     let hash = warm::template_hash(&pool.spec.template)?;
     // observe
     let pods = list_pods(&ctx.client, &id).await?;

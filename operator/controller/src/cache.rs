@@ -1,0 +1,228 @@
+//! What the session controller has seen of its own children. The watches
+//! that wake it also fill these stores, so a reconcile reads a child from
+//! memory and writes it only when it lacks something the session wants: a
+//! resync of an unchanged session costs no write, and a reconcile no GET of
+//! its Pod.
+//!
+//! A store can lag behind the API server by a watch event. A miss is
+//! answered as before the caches existed (apply, or GET the Pod), so a lag
+//! costs a no-op write at worst, never a wrong one; the Pod, which is never
+//! re-applied, is read again when it is not in the store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Resource, ResourceExt};
+use serde_json::Value;
+
+use crate::apply::Child;
+
+/// One kind's stores: one per watched namespace (or one for all).
+#[derive(Clone)]
+pub struct Stores<K: Resource<DynamicType = ()> + Clone + 'static>(Vec<Store<K>>);
+
+impl<K: Resource<DynamicType = ()> + Clone + 'static> std::fmt::Debug for Stores<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores").field("stores", &self.0.len()).finish()
+    }
+}
+
+impl<K: Resource<DynamicType = ()> + Clone + 'static> Default for Stores<K> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<K: Resource<DynamicType = ()> + Clone + 'static> Stores<K> {
+    /// Adds the store of one more controller.
+    pub fn push(&mut self, store: Store<K>) {
+        self.0.push(store);
+    }
+
+    /// The object `namespace/name`, when a store holds it.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
+        let key = ObjectRef::new(name).within(namespace);
+        self.0.iter().find_map(|s| s.get(&key))
+    }
+
+    /// Every object held, in every store.
+    pub fn all(&self) -> impl Iterator<Item = Arc<K>> + '_ {
+        self.0.iter().flat_map(Store::state)
+    }
+
+    async fn ready(&self) {
+        for store in &self.0 {
+            // Err: the writer is gone (controller stopped); nothing to wait for.
+            let _ = store.wait_until_ready().await;
+        }
+    }
+}
+
+/// The session controller's stores of the children it owns.
+#[derive(Debug, Clone, Default)]
+pub struct Caches {
+    /// Browser Pods (owned by sessions, claimed or cold).
+    pub pods: Stores<Pod>,
+    /// Runtime ConfigMaps.
+    pub config_maps: Stores<ConfigMap>,
+    /// Viewer Services.
+    pub services: Stores<Service>,
+    /// Session NetworkPolicies.
+    pub network_policies: Stores<NetworkPolicy>,
+    /// Snapshot volume claims.
+    pub claims: Stores<PersistentVolumeClaim>,
+}
+
+/// How long a reconcile waits for the first list of every store before it
+/// goes on without them (misses: as if nothing were cached).
+const READY_WAIT: Duration = Duration::from_secs(10);
+
+impl Caches {
+    /// Waits until every store holds its first list, so the first
+    /// reconciles after a start (a full resync) find what exists.
+    pub async fn ready(&self) {
+        let all = async {
+            self.pods.ready().await;
+            self.config_maps.ready().await;
+            self.services.ready().await;
+            self.network_policies.ready().await;
+            self.claims.ready().await;
+        };
+        if tokio::time::timeout(READY_WAIT, all).await.is_err() {
+            tracing::warn!("child caches not filled within {READY_WAIT:?}; reconciling without them");
+        }
+    }
+}
+
+/// A child kind the controller may hold in [`Caches`].
+pub trait Cached: Child + 'static {
+    /// Its stores, when the controller watches the kind.
+    fn stores(caches: &Caches) -> Option<&Stores<Self>>;
+}
+
+macro_rules! cached {
+    ($kind:ty, $field:ident) => {
+        impl Cached for $kind {
+            fn stores(caches: &Caches) -> Option<&Stores<Self>> {
+                Some(&caches.$field)
+            }
+        }
+    };
+}
+
+cached!(Pod, pods);
+cached!(ConfigMap, config_maps);
+cached!(Service, services);
+cached!(NetworkPolicy, network_policies);
+cached!(PersistentVolumeClaim, claims);
+
+/// Secrets are not watched (a watch needs list on every Secret in the
+/// cluster); see [`crate::apply`].
+impl Cached for Secret {
+    fn stores(_: &Caches) -> Option<&Stores<Self>> {
+        None
+    }
+}
+
+/// Whether the cached `namespace/name` already has all `desired` holds.
+pub fn up_to_date<K: Cached>(caches: &Caches, namespace: &str, desired: &K) -> bool {
+    let Some(live) = K::stores(caches).and_then(|s| s.get(namespace, &desired.name_any())) else { return false };
+    matches(&*live, desired)
+}
+
+/// Whether `live` has every field `desired` sets, with the same value.
+pub fn matches<K: serde::Serialize>(live: &K, desired: &K) -> bool {
+    match (serde_json::to_value(live), serde_json::to_value(desired)) {
+        (Ok(live), Ok(desired)) => covers(&live, &desired),
+        _ => false,
+    }
+}
+
+/// `live` covers `desired`: every key of a desired object is in the live
+/// one and covered; lists have the same length and are covered item by
+/// item; anything else is equal. What the API server adds (defaults, a
+/// Service's cluster IP, status) is ignored; what a hand edit changed or
+/// removed is not.
+pub fn covers(live: &Value, desired: &Value) -> bool {
+    match (live, desired) {
+        (_, Value::Null) => true,
+        (Value::Object(live), Value::Object(desired)) => {
+            desired.iter().all(|(key, want)| live.get(key).map_or(want.is_null(), |have| covers(have, want)))
+        }
+        (Value::Array(live), Value::Array(desired)) => {
+            live.len() == desired.len() && live.iter().zip(desired).all(|(have, want)| covers(have, want))
+        }
+        _ => live == desired,
+    }
+}
+
+/// Drops what no reconcile reads and what makes a cached object large:
+/// the field managers' records.
+pub fn slim<K: Resource>(obj: &mut K) {
+    obj.meta_mut().managed_fields = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn server_additions_are_covered_and_edits_are_not() {
+        let desired = json!({"metadata": {"name": "s", "labels": {"a": "1"}},
+            "spec": {"ports": [{"name": "viewer", "port": 8080}], "selector": {"x": "y"}}});
+        let live = json!({"metadata": {"name": "s", "uid": "u", "labels": {"a": "1", "extra": "kept"}},
+            "spec": {"ports": [{"name": "viewer", "port": 8080, "protocol": "TCP"}], "selector": {"x": "y"},
+                     "clusterIP": "10.0.0.1"}, "status": {}});
+        assert!(covers(&live, &desired), "defaults and server fields are not drift");
+
+        let edited = json!({"metadata": {"name": "s", "labels": {"a": "1"}},
+            "spec": {"ports": [{"name": "viewer", "port": 1111}], "selector": {"x": "y"}}});
+        assert!(!covers(&edited, &desired), "a changed port is drift");
+
+        let extra_port = json!({"metadata": {"name": "s", "labels": {"a": "1"}},
+            "spec": {"ports": [{"name": "viewer", "port": 8080}, {"name": "x", "port": 1}], "selector": {"x": "y"}}});
+        assert!(!covers(&extra_port, &desired), "a list of another length is drift");
+
+        let unlabelled = json!({"metadata": {"name": "s"}, "spec": {"ports": [{"name": "viewer", "port": 8080}],
+            "selector": {"x": "y"}}});
+        assert!(!covers(&unlabelled, &desired), "a removed label is drift");
+    }
+
+    #[test]
+    fn a_desired_null_or_absent_field_asks_for_nothing() {
+        assert!(covers(&json!({"a": 1}), &json!({"a": 1, "b": null})));
+        assert!(covers(&json!({"a": 1, "b": 2}), &json!({"a": 1})));
+        assert!(!covers(&json!({"a": "1"}), &json!({"a": 1})), "types differ");
+        assert!(!covers(&json!({}), &json!({"data": {"k": ""}})), "an empty value is still a value");
+    }
+
+    #[test]
+    fn a_miss_is_never_up_to_date() {
+        let caches = Caches::default();
+        let map = ConfigMap {
+            metadata: kube::api::ObjectMeta { name: Some("m".into()), ..Default::default() },
+            ..ConfigMap::default()
+        };
+        assert!(!up_to_date(&caches, "ns", &map));
+        assert!(!up_to_date(&caches, "ns", &Secret::default()), "Secrets are never cached");
+    }
+
+    #[test]
+    fn slimming_drops_managed_fields_only() {
+        let mut map = ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some("m".into()),
+                managed_fields: Some(vec![Default::default()]),
+                ..Default::default()
+            },
+            ..ConfigMap::default()
+        };
+        slim(&mut map);
+        assert_eq!(map.metadata.managed_fields, None);
+        assert_eq!(map.metadata.name.as_deref(), Some("m"));
+    }
+}

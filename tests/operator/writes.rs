@@ -1,0 +1,103 @@
+//! What a session costs the API server in writes: every request the
+//! operator sends goes through a client that records it, so a write for a
+//! no-op (even one the API server would not store) fails these tests.
+
+use std::time::Duration;
+
+use anyhow::ensure;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, Patch, PatchParams};
+use playpen_api::v1alpha1::Phase;
+use playpen_api::BrowserSession;
+use playpen_tests::{ensure_crd, eventually, logged_client, RunningOperator, TestNamespace, WriteLog};
+use serde_json::json;
+
+use crate::{after_scheduler_verdict, container, create, session, set_pod_status};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Waits until `log` has taken no write for `quiet`, then returns its writes.
+async fn settled(log: &WriteLog, quiet: Duration) -> Vec<String> {
+    let mut last = log.count();
+    loop {
+        tokio::time::sleep(quiet).await;
+        let now = log.count();
+        if now == last {
+            return log.writes();
+        }
+        last = now;
+    }
+}
+
+/// The writes in `log` after the first `from`, for a failure message.
+fn since(log: &[String], from: usize) -> Vec<&String> {
+    log.iter().skip(from).collect()
+}
+
+#[tokio::test]
+async fn a_session_costs_seven_writes_to_ready_and_a_resync_costs_none() -> anyhow::Result<()> {
+    let (client, log) = logged_client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "writes").await?;
+    let n = ns.name.as_str();
+    let op = RunningOperator::start(&client, n, None).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let before = log.count();
+    create(&client, n, session("w", json!({"image": "i"}))).await?;
+    eventually(WAIT, || async { Ok(pods.get("w-browser").await?) }).await?;
+    after_scheduler_verdict(&pods, "w-browser").await;
+    set_pod_status(
+        &pods,
+        "w-browser",
+        json!({"phase": "Running", "podIP": "10.0.0.9", "conditions": [{"type": "PodScheduled", "status": "True"}],
+            "containerStatuses": [container(true, 0, json!({"running": {}}), json!({}))]}),
+    )
+    .await?;
+    eventually(WAIT, || async {
+        let phase = sessions.get("w").await?.status.and_then(|s| s.phase);
+        ensure!(phase == Some(Phase::Ready), "phase {phase:?}");
+        Ok(())
+    })
+    .await?;
+    let all = settled(&log, Duration::from_secs(2)).await;
+    // The test's own writes: the session and the Pod's status.
+    let operator: Vec<&String> = all
+        .iter()
+        .skip(before)
+        .filter(|w| !w.ends_with("/browsersessions") && !w.ends_with("/pods/w-browser/status"))
+        .collect();
+    let events = operator.iter().filter(|w| w.contains("/events")).count();
+    let objects = operator.len() - events;
+    println!("operator writes, create to Ready ({objects} + {events} Events): {operator:#?}");
+    // Five children, the status when they are made and the status at Ready.
+    ensure!(objects <= 7, "{objects} writes from create to Ready (target 7): {operator:#?}");
+
+    // A change that asks for nothing (an annotation) is reconciled with no write.
+    let quiet = log.count();
+    let reconciles = op.reconciles();
+    sessions
+        .patch("w", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"poke": "1"}}})))
+        .await?;
+    eventually(WAIT, || async {
+        ensure!(op.reconciles() > reconciles, "the annotation did not trigger a reconcile");
+        Ok(())
+    })
+    .await?;
+    let after_poke = settled(&log, Duration::from_secs(2)).await;
+    let test_writes = 1;
+    ensure!(after_poke.len() == quiet + test_writes, "a no-op reconcile wrote: {:#?}", since(&after_poke, quiet + 1));
+
+    // A new operator process reconciles everything it lists: a full resync.
+    drop(op);
+    let quiet = log.count();
+    let op = RunningOperator::start(&client, n, None).await?;
+    eventually(WAIT, || async {
+        ensure!(op.reconciles() >= 1, "the new operator has not reconciled the session");
+        Ok(())
+    })
+    .await?;
+    let after_resync = settled(&log, Duration::from_secs(2)).await;
+    ensure!(after_resync.len() == quiet, "a resync wrote: {:#?}", since(&after_resync, quiet));
+    Ok(())
+}
