@@ -400,6 +400,22 @@ async fn auth_state_reaches_a_claimed_pod_through_its_own_secret_and_a_kubelet_n
     tokio::time::sleep(Duration::from_secs(2)).await;
     ensure!(pods.get(&ready[0]).await?.resource_version() == version, "a no-op reconcile patched the Pod");
 
+    // The tenant's Secret loses the key: the status says which field names it.
+    let renamed = json!({"data": null, "stringData": {"other.json": state}});
+    secrets.patch("login", &PatchParams::default(), &Patch::Merge(renamed)).await?;
+    sessions
+        .patch("authed", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"poke": "2"}}})))
+        .await?;
+    eventually(WAIT, || async {
+        let status = sessions.get("authed").await?.status.context("status")?;
+        let resolved = status.conditions.iter().find(|c| c.type_ == "ConfigResolved").context("ConfigResolved")?;
+        ensure!(resolved.status == "False" && resolved.reason == "SecretKeyNotFound", "{resolved:?}");
+        ensure!(resolved.message.starts_with("spec.authState.secretRef.key: Secret"), "{}", resolved.message);
+        ensure!(resolved.message.contains("\"s.json\""), "{}", resolved.message);
+        Ok(())
+    })
+    .await?;
+
     sessions.delete("authed", &DeleteParams::foreground()).await?;
     eventually(WAIT, || async {
         ensure!(secrets.get_opt(&format!("{warm}-auth")).await?.is_none(), "the state copy outlives its session");

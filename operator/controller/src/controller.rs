@@ -211,7 +211,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     };
     let (session, id) = pooled.as_ref().map_or((&*bs, &session_id), |p| (&p.session, &p.id));
     // validate
-    let missing = validate::missing_references(&ctx.client, session, &id.namespace).await?;
+    let mut missing = validate::missing_references(&ctx.client, session, &id.namespace).await?;
     // build
     let children = children::build(session, id, &ctx.settings)?;
     // apply
@@ -220,7 +220,8 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let pod = match pooled.as_ref().map(|p| &p.source) {
         Some(Source::Claimed(pod)) => {
             apply::apply_all_but_the_pod(target, &children, apply::Seen::Before).await?;
-            claim::deliver::deliver(target, session, id, pod, &children.runtime_config).await?;
+            let lacking = claim::deliver::deliver(target, session, id, pod, &children.runtime_config).await?;
+            missing.extend(lacking);
             Some((**pod).clone())
         }
         _ => apply::apply_children(target, &children, missing.is_empty() && !gave_up).await?,

@@ -19,20 +19,27 @@ pub struct MissingReference {
     pub kind: &'static str,
     /// Its name.
     pub name: String,
+    /// The key the Secret lacks, when it exists but without the named key.
+    pub key: Option<String>,
 }
 
 impl MissingReference {
     /// The condition reason for this kind of miss.
     pub fn reason(&self) -> &'static str {
-        match self.kind {
-            "Secret" => "SecretNotFound",
+        match (self.kind, &self.key) {
+            ("Secret", Some(_)) => "SecretKeyNotFound",
+            ("Secret", None) => "SecretNotFound",
             _ => "ClaimNotFound",
         }
     }
 
     /// Message naming the field, the object and the fix.
     pub fn message(&self, namespace: &str) -> String {
-        format!("{}: {} {namespace}/{} not found; create it or correct the name", self.field, self.kind, self.name)
+        let (field, kind, name) = (self.field, self.kind, &self.name);
+        match &self.key {
+            Some(key) => format!("{field}: {kind} {namespace}/{name} has no key {key:?}; add it or correct the key"),
+            None => format!("{field}: {kind} {namespace}/{name} not found; create it or correct the name"),
+        }
     }
 }
 
@@ -77,7 +84,7 @@ pub async fn missing_references(
             source: Box::new(source),
         })?;
         if !found {
-            missing.push(MissingReference { field, kind, name });
+            missing.push(MissingReference { field, kind, name, key: None });
         }
     }
     Ok(missing)
@@ -119,5 +126,28 @@ mod tests {
             m.message("team-a"),
             "spec.authState.secretRef: Secret team-a/login not found; create it or correct the name"
         );
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_key_names_the_key_field_the_secret_and_the_fix() {
+        let m = MissingReference {
+            field: "spec.authState.secretRef.key",
+            kind: "Secret",
+            name: "login".into(),
+            key: Some("state.json".into()),
+        };
+        assert_eq!(m.reason(), "SecretKeyNotFound");
+        assert_eq!(
+            m.message("team"),
+            "spec.authState.secretRef.key: Secret team/login has no key \"state.json\"; add it or correct the key"
+        );
+        let gone = MissingReference { key: None, ..m };
+        assert_eq!(gone.reason(), "SecretNotFound");
+        assert!(gone.message("team").ends_with("not found; create it or correct the name"));
     }
 }

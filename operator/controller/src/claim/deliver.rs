@@ -26,6 +26,7 @@ use serde_json::json;
 use crate::apply::Target;
 use crate::children::{child_labels, Identity};
 use crate::error::{Error, Result};
+use crate::validate::MissingReference;
 
 /// Component label of the copied auth state.
 const COMPONENT_AUTH_STATE: &str = "auth-state";
@@ -69,31 +70,42 @@ async fn copy_state(to: Target<'_>, copy: &Secret) -> Result<Option<String>> {
 
 /// Writes the session's auth state into the claimed Pod's slot and, when
 /// what the Pod holds changed, annotates the Pod so the kubelet refreshes
-/// its volumes now.
+/// its volumes now. Returns the key the tenant's Secret lacks, if it does
+/// (a cold Pod would fail to mount it; this one runs without the state,
+/// and the status says why).
 pub async fn deliver(
     to: Target<'_>,
     session: &BrowserSession,
     id: &Identity,
     pod: &Pod,
     runtime_config: &ConfigMap,
-) -> Result<()> {
-    let Some(warm_name) = pod.annotations().get(WARM_NAME_ANNOTATION) else { return Ok(()) };
+) -> Result<Option<MissingReference>> {
+    let Some(warm_name) = pod.annotations().get(WARM_NAME_ANNOTATION) else { return Ok(None) };
     let ns = to.namespace;
     let mut version = None;
+    let mut missing = None;
     if let Some(auth) = &session.spec.auth_state {
         let name = &auth.secret_ref.name;
         let key = auth.secret_ref.key.as_deref().unwrap_or(AUTH_STATE_FILE);
         let secrets: Api<Secret> = Api::namespaced(to.client.clone(), ns);
-        // A missing Secret is the status's to say (validate); a missing key leaves the browser without it.
+        // A missing Secret is the status's to say (validate); so is a missing key, from here.
         let source = secrets.get_opt(name).await.map_err(Error::kube("get", "Secret", ns, name))?;
+        let source_found = source.is_some();
         match source.and_then(|s| s.data).and_then(|mut d| d.remove(key)) {
             Some(state) => version = copy_state(to, &auth_state_copy(id, warm_name, state)).await?,
-            None => tracing::warn!(secret = %name, key, "spec.authState.secretRef: the Secret has no such key"),
+            None => {
+                missing = source_found.then(|| MissingReference {
+                    field: "spec.authState.secretRef.key",
+                    kind: "Secret",
+                    name: name.clone(),
+                    key: Some(key.to_owned()),
+                });
+            }
         }
     }
     let digest = digest(runtime_config, version.as_deref());
     if pod.annotations().get(DELIVERED_ANNOTATION) == Some(&digest) {
-        return Ok(());
+        return Ok(missing);
     }
     if !to.fence.is_open() {
         return Err(Error::NotLeader);
@@ -103,7 +115,7 @@ pub async fn deliver(
     let patch = json!({"metadata": {"annotations": {DELIVERED_ANNOTATION: digest}}});
     let name = pod.name_any();
     pods.patch(&name, &params, &Patch::Merge(&patch)).await.map_err(Error::kube("annotate", "Pod", ns, &name))?;
-    Ok(())
+    Ok(missing)
 }
 
 #[cfg(test)]

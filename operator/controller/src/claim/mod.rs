@@ -149,9 +149,12 @@ pub async fn resolve(
 ) -> Result<std::result::Result<Pooled, Refusal>> {
     let ns = to.namespace;
     let pools: Api<BrowserPool> = Api::namespaced(to.client.clone(), ns);
-    let Some(pool) =
-        pools.get_opt(&pool_ref.name).await.map_err(Error::kube("get", "BrowserPool", ns, &pool_ref.name))?
-    else {
+    let uid = bs.meta().uid.clone().unwrap_or_default();
+    // Independent reads, at once: a claim's latency is counted in round trips.
+    let pool =
+        async { pools.get_opt(&pool_ref.name).await.map_err(Error::kube("get", "BrowserPool", ns, &pool_ref.name)) };
+    let (pool, own) = futures::try_join!(pool, own_pod(to, bs, id, &uid))?;
+    let Some(pool) = pool else {
         return Ok(Err(Refusal::PoolNotFound(pool_ref.name.clone())));
     };
     let conflicts = effective::template_conflicts(&bs.spec);
@@ -160,8 +163,6 @@ pub async fn resolve(
     }
     let mut session = bs.clone();
     session.spec = effective::effective_spec(&pool.spec.template, &bs.spec);
-    let uid = bs.meta().uid.clone().unwrap_or_default();
-    let own = own_pod(to, bs, id, &uid).await?;
     let decided = own.is_none();
     let source = match own {
         Some(pod) if is_claimed(&pod) => {
@@ -337,7 +338,9 @@ async fn rehomed(to: Target<'_>, claimed: &Identity) -> Result<bool> {
 
 /// Gives the claimed Pod's Secret and ConfigMap to the session (one
 /// controller owner each: the pool's is replaced, so deleting the pool
-/// leaves them and deleting the session removes them).
+/// leaves them and deleting the session removes them). A merge patch, not
+/// an apply: the pool created them, and an apply would add the session's
+/// owner beside the pool's, two controllers the API server refuses.
 pub async fn rehome(to: Target<'_>, claimed: &Identity) -> Result<()> {
     if !to.fence.is_open() {
         return Err(Error::NotLeader);

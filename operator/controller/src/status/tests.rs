@@ -170,7 +170,8 @@ fn raw_termination_text_is_kept() {
 #[test]
 fn missing_reference_fails_with_field_and_fix() {
     let bs = session(json!({"image": "i", "authState": {"secretRef": {"name": "login"}}}));
-    let missing = [MissingReference { field: "spec.authState.secretRef", kind: "Secret", name: "login".into() }];
+    let missing =
+        [MissingReference { field: "spec.authState.secretRef", kind: "Secret", name: "login".into(), key: None }];
     let s = run(&bs, &missing, None);
     assert_eq!(s.phase, Some(Phase::Failed));
     let r = cond(&s, condition::CONFIG_RESOLVED);
