@@ -40,6 +40,7 @@ for c in "${KWOK_COMPONENTS[@]}"; do pid_of "$c" >/dev/null || had_kwok=false; d
 had_crds=()
 ns="playpen-kwok-smoke-$$-${RANDOM}"
 OP_PID=""
+CREATE_PID=""
 started_kwok=false
 OP_LOG="${LOGS}/kwok-smoke-operator.log"
 
@@ -47,6 +48,7 @@ cleanup() {
   local rc=$? t0=$SECONDS
   trap - EXIT INT TERM
   set +e
+  [[ -z "$CREATE_PID" ]] || kill "$CREATE_PID" 2>/dev/null
   if [[ -n "$OP_PID" ]] && alive "$OP_PID"; then
     kill -TERM "$OP_PID" 2>/dev/null
     while alive "$OP_PID" && ((SECONDS - t0 < 10)); do sleep 0.2; done
@@ -60,6 +62,11 @@ cleanup() {
     done
     # The pod GC controller force-deletes the Pods bound to deleted nodes.
     if $started_kwok && $had_state; then k delete nodes -l "$KWOK_NODE_LABEL" --wait=false >/dev/null 2>&1; fi
+  fi
+  if ((rc != 0)) && ! $had_state && [[ -d "$LOGS" ]]; then
+    # The purge below deletes the state dir: keep its logs for the post-mortem.
+    local keep
+    keep="$(mktemp -d /tmp/kwok-smoke-logs.XXXXXX)" && cp -r "$LOGS"/. "$keep"/ && log "logs kept in ${keep}"
   fi
   if ! $had_state; then
     "${CLUSTER_SCRIPT_DIR}/stop.sh" --purge >/dev/null 2>&1 || log "WARNING: stop.sh --purge failed"
@@ -120,17 +127,15 @@ done
 
 # ---- sessions -------------------------------------------------------------------------------------
 k create namespace "$ns" >/dev/null
-for ((i = 0; i < N; i++)); do
-  cat <<EOF
-apiVersion: playpen.dev/v1alpha1
-kind: BrowserSession
-metadata:
-  name: s${i}
-spec:
-  image: playpen/browser:latest
----
-EOF
-done | k -n "$ns" create -f - >/dev/null
+sessions_yaml="$(for ((i = 0; i < N; i++)); do
+  printf 'apiVersion: playpen.dev/v1alpha1\nkind: BrowserSession\nmetadata: {name: s%d}\nspec: {image: "playpen/browser:latest"}\n---\n' "$i"
+done)"
+# kubectl in the background: bash runs the INT/TERM traps only once a foreground command
+# returns, while `wait` returns at once on a signal (and the cleanup kills CREATE_PID).
+"$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s -n "$ns" create -f - <<<"$sessions_yaml" >/dev/null &
+CREATE_PID=$!
+wait "$CREATE_PID" || die "creating the BrowserSessions failed"
+CREATE_PID=""
 t_created=$SECONDS
 log "created ${N} BrowserSessions in namespace ${ns}"
 
