@@ -13,8 +13,8 @@
 # PLAYPEN_OPERATOR_BIN (default: cargo build -p playpen-operator, then
 # ${CARGO_TARGET_DIR:-target}/debug/playpen-operator), and the cluster's PLAYPEN_CLUSTER_DIR
 # and ports. On every exit path it removes what it made: the operator, the namespace, the
-# CRDs if it installed them, the kwok tier if it started it (with its fake nodes), and
-# the whole cluster (stop.sh --purge) if the state dir did not exist before.
+# CRDs if it installed them, the kwok tier if it started it (with its fake nodes), the
+# control plane if it started it, and the state dir (stop.sh --purge) if it made it.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
@@ -35,6 +35,8 @@ alive() { [[ -r "/proc/$1/stat" && "$(awk '{ print $3 }' "/proc/$1/stat")" != Z 
 # ---- what exists before, so that the cleanup removes only what this run made ------------------
 had_state=false
 [[ -d "$STATE" ]] && had_state=true
+had_cp=true
+for c in "${COMPONENTS[@]}"; do pid_of "$c" >/dev/null || had_cp=false; done
 had_kwok=true
 for c in "${KWOK_COMPONENTS[@]}"; do pid_of "$c" >/dev/null || had_kwok=false; done
 had_crds=()
@@ -70,6 +72,8 @@ cleanup() {
   fi
   if ! $had_state; then
     "${CLUSTER_SCRIPT_DIR}/stop.sh" --purge >/dev/null 2>&1 || log "WARNING: stop.sh --purge failed"
+  elif ! $had_cp; then
+    "${CLUSTER_SCRIPT_DIR}/stop.sh" >/dev/null 2>&1 || log "WARNING: stop.sh failed"
   elif $started_kwok; then
     "${CLUSTER_SCRIPT_DIR}/stop.sh" --kwok >/dev/null 2>&1 || log "WARNING: stop.sh --kwok failed"
   fi

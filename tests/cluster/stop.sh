@@ -7,11 +7,12 @@
 #   tests/cluster/stop.sh --kwok    # stop only the kwok tier (kwok, its scheduler); keep the rest up
 #
 # The kwok tier first: kwok, then its kube-scheduler (the fake Node objects stay in etcd
-# with the rest of the data). Then the node tier: kubelet, then every pod sandbox/container (through CRI, so CNI DEL
-# runs), kube-proxy (+ `kube-proxy --cleanup`), kube-scheduler, containerd and its shims;
-# then mounts, kubepods cgroups, CNI bridge, KUBE-*/CNI-* iptables chains and the sysctls
-# the kubelet changed. Then the control plane, the apiserver DNAT and the node IP link.
-# The image cache (containerd root) is never deleted. Idempotent; leaves nothing running.
+# with the rest of the data). Then the node tier: kubelet, then every pod
+# sandbox/container (through CRI, so CNI DEL runs), kube-proxy (+ `kube-proxy --cleanup`),
+# kube-scheduler, containerd and its shims; then mounts, kubepods cgroups, CNI bridge,
+# KUBE-*/CNI-* iptables chains and the sysctls the kubelet changed. Then the control
+# plane, the apiserver DNAT and the node IP link. The image cache (containerd root) is
+# never deleted. Idempotent; leaves nothing running.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
