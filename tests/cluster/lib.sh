@@ -117,6 +117,21 @@ NODE_COMPONENTS=(containerd kube-scheduler kubelet kube-proxy kube-network-polic
 # nat chain holding the 127.0.0.1:APISERVER_PORT -> NODE_IP DNAT (node mode only).
 APISERVER_DNAT_CHAIN=PLAYPEN-APISERVER
 
+# ---- kwok tier (start-kwok.sh / stop.sh / kwok-smoke.sh) -------------------------------
+# Fake nodes (kwok) instead of a kubelet: a scheduler of its own and the kwok controller,
+# both on 127.0.0.1 only. Nothing here is global, so it runs in any state dir.
+KWOK_DIR="${STATE}/kwok"
+KWOK_BIN="${PLAYPEN_CACHE}/kwok/${KWOK_VERSION}/bin/kwok"
+KWOK_STAGES="${PLAYPEN_CACHE}/kwok/${KWOK_VERSION}/stages" # kwok's default Stage yamls (build-kwok.sh)
+KWOK_SCHEDULER_PORT="${PLAYPEN_KWOK_SCHEDULER_PORT:-16460}" # kube-scheduler (https, /healthz)
+KWOK_PORT="${PLAYPEN_KWOK_PORT:-16461}"                     # kwok's server (http, /healthz, /metrics)
+# Start order; stop.sh uses the reverse. kwok-scheduler is kube-scheduler started through
+# a link of that name in the state dir, so the node tier's stop (by binary name) leaves it alone.
+KWOK_COMPONENTS=(kwok-scheduler kwok)
+# The annotation kwok manages nodes by, and the label the fake nodes carry.
+KWOK_NODE_ANNOTATION=kwok.x-k8s.io/node=fake
+KWOK_NODE_LABEL=type=kwok
+
 crictl() {
   "$CRICTL_BIN" --runtime-endpoint "unix://${CONTAINERD_SOCK}" --image-endpoint "unix://${CONTAINERD_SOCK}" \
     --timeout 60s "$@"

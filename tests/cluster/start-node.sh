@@ -69,6 +69,13 @@ fail() {
 
 # ---- control plane (node mode) ---------------------------------------------------------
 T0=$SECONDS
+# Its scheduler would race ours for every Pod (and restarting the control plane in node
+# mode would stop it anyway).
+for c in "${KWOK_COMPONENTS[@]}"; do
+  if pid_of "$c" >/dev/null; then
+    die "the kwok tier (start-kwok.sh) runs in ${STATE} (${c} is up); stop it first (stop.sh --kwok) or use another PLAYPEN_CLUSTER_DIR"
+  fi
+done
 PLAYPEN_NODE_MODE=1 "${CLUSTER_SCRIPT_DIR}/start.sh" >/dev/null
 if node_healthy; then done_ok; fi
 

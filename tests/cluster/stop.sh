@@ -4,27 +4,34 @@
 #   tests/cluster/stop.sh           # stop; keep the state dir (PKI, etcd data, logs) for reuse
 #   tests/cluster/stop.sh --purge   # stop and delete the state dir (and /var/lib/kubelet)
 #   tests/cluster/stop.sh --node    # stop only the node tier; keep the control plane up
+#   tests/cluster/stop.sh --kwok    # stop only the kwok tier (kwok, its scheduler); keep the rest up
 #
-# Node tier first: kubelet, then every pod sandbox/container (through CRI, so CNI DEL
-# runs), kube-proxy (+ `kube-proxy --cleanup`), kube-scheduler, containerd and its shims;
-# then mounts, kubepods cgroups, CNI bridge, KUBE-*/CNI-* iptables chains and the sysctls
-# the kubelet changed. Then the control plane, the apiserver DNAT and the node IP link.
-# The image cache (containerd root) is never deleted. Idempotent; leaves nothing running.
+# The kwok tier first: kwok, then its kube-scheduler (the fake Node objects stay in etcd
+# with the rest of the data). Then the node tier: kubelet, then every pod
+# sandbox/container (through CRI, so CNI DEL runs), kube-proxy (+ `kube-proxy --cleanup`),
+# kube-scheduler, containerd and its shims; then mounts, kubepods cgroups, CNI bridge,
+# KUBE-*/CNI-* iptables chains and the sysctls the kubelet changed. Then the control
+# plane, the apiserver DNAT and the node IP link. The image cache (containerd root) is
+# never deleted. Idempotent; leaves nothing running.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 purge=false
 node_only=false
+kwok_only=false
 for a in "$@"; do
   case "$a" in
     --purge) purge=true ;;
     --node) node_only=true ;;
-    -h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    --kwok) kwok_only=true ;;
+    -h | --help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) die "unknown argument: $a" ;;
   esac
 done
-$purge && $node_only && die "--purge and --node do not go together"
+n=0
+for f in $purge $node_only $kwok_only; do if $f; then n=$((n + 1)); fi; done
+((n <= 1)) || die "--purge, --node and --kwok do not go together"
 
 STOP_TIMEOUT="${PLAYPEN_STOP_TIMEOUT:-20}"
 IS_ROOT=false
@@ -232,6 +239,17 @@ stop_node_tier() {
   log "node tier stopped in $((SECONDS - t0)) s"
 }
 
+# The kwok tier: kwok, then its scheduler (reverse start order).
+if ! $node_only; then
+  for ((i = ${#KWOK_COMPONENTS[@]} - 1; i >= 0; i--)); do
+    stop_component "${KWOK_COMPONENTS[i]}"
+  done
+fi
+if $kwok_only; then
+  log "kwok tier stopped"
+  exit 0
+fi
+
 if node_tier_present; then stop_node_tier; fi
 
 if ! $node_only; then
@@ -261,6 +279,6 @@ if $purge; then
   fi
   [[ -z "$(mounts_under "$STATE")" ]] || die "mounts left under ${STATE}; not deleting it"
   log "removing ${STATE}"
-  rm -rf "$STATE" "${STATE}.lock" "${STATE}.start.lock" "${STATE}.node.lock"
+  rm -rf "$STATE" "${STATE}.lock" "${STATE}.start.lock" "${STATE}.node.lock" "${STATE}.kwok.lock"
 fi
 log "stopped"
