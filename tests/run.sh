@@ -9,7 +9,8 @@
 # (distribution, built from the Go module proxy), a current Docker Engine
 # daemon (built from the Go module proxy; the OCI layout test runs it in its
 # own namespaces on a throwaway containerd), and the images
-# playpen-imagebuild builds. Installs what it needs; stops and purges the
+# playpen-imagebuild builds, and a second control plane with kwok's simulated
+# nodes (kwok from the Go module proxy too). Installs what it needs; stops and purges the
 # cluster when done, so no test object outlives the run (dockerd is left
 # running, and the node's image store stays cached, for the next run).
 set -euo pipefail
@@ -83,4 +84,12 @@ tests/e2e/images.sh
 
 log "running all tests"
 # Every suite runs even after one fails; the run still fails.
-cargo test --workspace --locked --no-fail-fast
+status=0
+cargo test --workspace --locked --no-fail-fast || status=$?
+
+log "the simulated fleet: sessions Ready on kwok nodes (tests/cluster/kwok-smoke.sh, its own control plane)"
+# Its own state dir and ports beside the node cluster; it removes all it made.
+PLAYPEN_CLUSTER_DIR=/tmp/playpen-kwok-ci PLAYPEN_ETCD_CLIENT_PORT=25790 PLAYPEN_ETCD_PEER_PORT=25800 \
+  PLAYPEN_APISERVER_PORT=18443 PLAYPEN_KCM_PORT=18444 PLAYPEN_KWOK_SCHEDULER_PORT=18460 \
+  PLAYPEN_KWOK_PORT=18461 PLAYPEN_KWOK_SMOKE_OPERATOR_PORT=18462 tests/cluster/kwok-smoke.sh || status=$?
+exit "$status"

@@ -400,8 +400,15 @@ fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches)
     // are folded into one more. The concurrency bound caps memory and API
     // pressure when a thousand sessions arrive at once.
     let config = controller::Config::default().debounce(RECONCILE_DEBOUNCE).concurrency(32);
-    let controller =
-        Controller::new(api::<BrowserSession>(client, namespace), watcher::Config::default()).with_config(config);
+    // The sessions' own cache drops managed fields too: at 10,000 sessions
+    // they are a good part of the operator's memory, and nothing reads them.
+    let (reader, writer) = reflector::store();
+    let sessions = watcher(api::<BrowserSession>(client, namespace), watcher::Config::default())
+        .default_backoff()
+        .modify(cache::slim)
+        .reflect(writer)
+        .applied_objects();
+    let controller = Controller::for_stream(sessions, reader).with_config(config);
     let sessions = controller.store();
     // Unclaimed pool Pods are the pool's, not a session's: a mapper, not
     // `owns`, wakes the sessions waiting on their pool when one is ready.
