@@ -118,12 +118,26 @@ pub enum Seen {
 /// builds it differently would fail every reconcile. It is only created
 /// when `create_pod` (every reference resolved). Returns the Pod as the API
 /// server (or the cache of it) holds it, with its status.
-pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: bool) -> Result<Option<Pod>> {
+///
+/// A Pod neither cached nor `recorded` (named in the session's status,
+/// which [`crate::written`] keeps current) was never created: it is
+/// created without a read first. Were it there after all (a status write
+/// lost), the apply of an identical Pod changes nothing.
+pub async fn apply_children(
+    to: Target<'_>,
+    children: &Children,
+    create_pod: bool,
+    recorded: bool,
+) -> Result<Option<Pod>> {
     let Target { client, namespace, .. } = to;
     let name = children.pod.name_any();
     if let Some(pod) = to.cache.pods.get(namespace, &name) {
         apply_all_but_the_pod(to, children, Seen::Before).await?;
         return Ok(Some((*pod).clone()));
+    }
+    if !recorded {
+        apply_all_but_the_pod(to, children, Seen::Unknown).await?;
+        return if create_pod { apply(to, &children.pod).await.map(Some) } else { Ok(None) };
     }
     // Everything the Pod mounts or is isolated by, in parallel (independent
     // objects), and the existing Pod; only then the Pod itself.
@@ -163,15 +177,23 @@ pub async fn apply_all_but_the_pod(to: Target<'_>, children: &Children, seen: Se
 async fn ensure_secret(to: Target<'_>, desired: Option<&Secret>, seen: Seen) -> Result<()> {
     let Some(desired) = desired else { return Ok(()) };
     let desired = &stamp(desired)?;
+    let name = desired.name_any();
+    let digest = desired.annotations().get(APPLIED_ANNOTATION).cloned().unwrap_or_default();
+    let seen_lately = |to: Target<'_>| to.cache.secrets.saw(to.namespace, &name, &digest);
     if seen == Seen::Before {
-        let name = desired.name_any();
+        if to.cache.secrets.fresh(to.namespace, &name, &digest) {
+            return Ok(());
+        }
         let api: Api<Secret> = Api::namespaced(to.client.clone(), to.namespace);
         let live = api.get_opt(&name).await.map_err(Error::kube("get", "Secret", to.namespace, &name))?;
         if live.is_some_and(|live| cache::matches(&live, desired)) {
+            seen_lately(to);
             return Ok(());
         }
     }
-    apply(to, desired).await.map(drop)
+    apply(to, desired).await?;
+    seen_lately(to);
+    Ok(())
 }
 
 /// The viewer Service, with its ports exactly as built. Server-side apply

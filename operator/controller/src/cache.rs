@@ -9,8 +9,9 @@
 //! costs a no-op write at worst, never a wrong one; the Pod, which is never
 //! re-applied, is read again when it is not in the store.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -74,6 +75,40 @@ pub struct Caches {
     pub network_policies: Stores<NetworkPolicy>,
     /// Snapshot volume claims.
     pub claims: Stores<PersistentVolumeClaim>,
+    /// Launch Secrets recently written or read as built.
+    pub secrets: SecretsSeen,
+}
+
+/// How long a launch Secret written or read as built is trusted without a
+/// read: less than the 5-minute requeue, so that each periodic reconcile
+/// reads it and a hand edit is put back within it.
+pub const SECRET_RECHECK: Duration = Duration::from_secs(240);
+
+/// Launch Secrets (not watched) by the digest they were last written or
+/// read with, and when: a reconcile soon after does not read one again.
+#[derive(Debug, Clone, Default)]
+pub struct SecretsSeen(Arc<Mutex<HashMap<SecretKey, (String, Instant)>>>);
+
+/// A Secret's namespace and name.
+type SecretKey = (String, String);
+
+impl SecretsSeen {
+    /// Whether `namespace/name` was seen with `digest` within [`SECRET_RECHECK`].
+    pub fn fresh(&self, namespace: &str, name: &str, digest: &str) -> bool {
+        let Ok(seen) = self.0.lock() else { return false };
+        seen.get(&(namespace.to_owned(), name.to_owned()))
+            .is_some_and(|(d, at)| d == digest && at.elapsed() < SECRET_RECHECK)
+    }
+
+    /// Records that `namespace/name` holds `digest` now. Stale entries (of
+    /// deleted sessions too) go when the map has doubled since the last sweep.
+    pub fn saw(&self, namespace: &str, name: &str, digest: &str) {
+        let Ok(mut seen) = self.0.lock() else { return };
+        seen.insert((namespace.to_owned(), name.to_owned()), (digest.to_owned(), Instant::now()));
+        if seen.len().is_power_of_two() && seen.len() >= 1024 {
+            seen.retain(|_, (_, at)| at.elapsed() < SECRET_RECHECK);
+        }
+    }
 }
 
 /// How long a reconcile waits for the first list of every store before it
@@ -209,6 +244,16 @@ mod tests {
         };
         assert!(!up_to_date(&caches, "ns", &map));
         assert!(!up_to_date(&caches, "ns", &Secret::default()), "Secrets are never cached");
+    }
+
+    #[test]
+    fn a_secret_seen_with_another_digest_is_not_fresh() {
+        let seen = SecretsSeen::default();
+        assert!(!seen.fresh("ns", "s", "d1"));
+        seen.saw("ns", "s", "d1");
+        assert!(seen.fresh("ns", "s", "d1"));
+        assert!(!seen.fresh("ns", "s", "d2"), "built differently now: read it");
+        assert!(!seen.fresh("other", "s", "d1"));
     }
 
     #[test]

@@ -224,7 +224,10 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
             missing.extend(lacking);
             Some((**pod).clone())
         }
-        _ => apply::apply_children(target, &children, missing.is_empty() && !gave_up).await?,
+        _ => {
+            let recorded = bs.status.as_ref().is_some_and(|s| s.pod_name.is_some());
+            apply::apply_children(target, &children, missing.is_empty() && !gave_up, recorded).await?
+        }
     };
     // recovery
     let recovery = recovery::decide(pod.as_ref(), done, ctx.recovery, now);

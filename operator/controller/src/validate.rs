@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn message_names_field_object_and_fix() {
-        let m = MissingReference { field: "spec.authState.secretRef", kind: "Secret", name: "login".into() };
+        let m = MissingReference { field: "spec.authState.secretRef", kind: "Secret", name: "login".into(), key: None };
         assert_eq!(m.reason(), "SecretNotFound");
         assert_eq!(
             m.message("team-a"),
