@@ -601,8 +601,8 @@ fn controller_writes(d: &Delta) -> f64 {
 /// etcd writes to the kinds a controller writes, without the bench's own
 /// creates of the sessions (a no-op apply is a request but no etcd write).
 fn controller_etcd_writes(d: &Delta) -> f64 {
-    let all = d.etcd_writes(|r| CONTROLLER_RESOURCES.contains(&r.split('.').next().unwrap_or_default()));
-    let bench = d.etcd.get(&("browsersessions.playpen.dev".to_owned(), "create".to_owned())).copied().unwrap_or(0.0);
+    let all = d.etcd_writes(|r| CONTROLLER_RESOURCES.contains(&r));
+    let bench = d.etcd.get(&("browsersessions".to_owned(), "create".to_owned())).copied().unwrap_or(0.0);
     all - bench
 }
 

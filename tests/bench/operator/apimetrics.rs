@@ -132,7 +132,7 @@ impl Delta {
     }
 
     /// Writes that reached etcd (create, update, delete) for the resources
-    /// `keep` accepts (etcd names them `pods`, `browsersessions.playpen.dev`…).
+    /// `keep` accepts (by resource name, its group aside).
     pub fn etcd_writes(&self, keep: impl Fn(&str) -> bool) -> f64 {
         self.etcd.iter().filter(|((r, op), _)| ETCD_WRITES.contains(&op.as_str()) && keep(r)).map(|(_, n)| n).sum()
     }
