@@ -5,24 +5,22 @@
 # (scheduling, container start, runtime start-up, browser launch, readiness)
 # next to a plain Pod on the same image measured in the same run.
 #   tests/bench/cold-start.sh [N]
+# Leaves nothing behind: namespace playpen-bench and the chart's release are
+# deleted on every exit, and an earlier interrupted run's before it starts.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 N="${1:-10}"
 NS=playpen-bench
-RELEASE_NS=playpen-bench-system
-KUBECONFIG="$(tests/cluster/start-node.sh | tail -n 1)"
-export KUBECONFIG
+bench_node_cluster
 tests/imagebuild/setup.sh >/dev/null
 tests/e2e/images.sh --release
-PLAYPEN_KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
-HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
-export PLAYPEN_KUBECTL
-"$PLAYPEN_KUBECTL" create namespace "$NS" --dry-run=client -o yaml | "$PLAYPEN_KUBECTL" apply -f - >/dev/null
-"$HELM" upgrade --install playpen-bench charts/playpen -n "$RELEASE_NS" --create-namespace --take-ownership --wait \
-  --set image.repository=playpen/operator,image.tag=dev,image.pullPolicy=Never \
-  --set "watchNamespaces={${NS}}" --set logFormat=text \
-  --set seccompProfileInstaller.enabled=true,seccompProfileInstaller.image.repository=playpen/base \
-  --set seccompProfileInstaller.image.tag=bookworm,seccompProfileInstaller.image.pullPolicy=Never >/dev/null
-trap '"$HELM" uninstall playpen-bench -n "$RELEASE_NS" >/dev/null 2>&1 || true' EXIT
 cargo build --release --locked -p playpen-tests --bin bench-cold-start
-"${CARGO_TARGET_DIR:-target}/release/bench-cold-start" "$N" "$NS"
+# An earlier, interrupted run's sessions and Pods take the node's room.
+delete_namespaces "$NS"
+install_bench_chart "$NS"
+# Registered last, so run first: the sessions go while their operator still runs.
+on_exit "delete namespace ${NS} (sessions, plain Pods) and wait until it is gone" delete_namespaces "$NS"
+"$KUBECTL" create namespace "$NS" >/dev/null
+"$KUBECTL" label namespace "$NS" playpen.dev/bench=cold-start >/dev/null
+run_child "${TARGET_DIR}/release/bench-cold-start" "$N" "$NS"

@@ -19,7 +19,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
-use playpen_tests::{client, TestNamespace};
+use playpen_tests::client;
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -144,12 +144,12 @@ async fn main() -> anyhow::Result<()> {
         None => json!([]),
     };
     let client = client().await?;
-    let floor_ns = TestNamespace::new(&client, "floor").await?;
     let mut samples = Vec::new();
     let mut floors = Vec::new();
     // Interleaved, so that both see the same machine load.
     for i in 0..n {
-        floors.push(baseline(&client, &floor_ns.name, i, &toleration).await?);
+        // The plain Pods sit beside the sessions: the operator ignores Pods it does not own.
+        floors.push(baseline(&client, &namespace, i, &toleration).await?);
         let s = one_session(&client, &namespace, i, &toleration).await?;
         eprintln!("session {i}: {s:?}");
         samples.push(s);

@@ -7,18 +7,21 @@
 # fast client's connect-to-reply time) and the fast client's overhead (its
 # wall time minus that).
 #   tests/bench/fast-cli.sh [N]   N timed runs per action and client (default 30)
+# Leaves nothing behind: the browser session is closed and its directory
+# removed on every exit.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 N="${1:-30}"
 export LC_ALL=C
 PREFIX="${PLAYPEN_TEST_CLI_PREFIX:-$(tests/session/setup.sh | tail -n 1)}"
-TARGET="${CARGO_TARGET_DIR:-target}"
-cargo build --release -p playpen-session >&2
-BIN="$(cd "$TARGET" && pwd)/release/playpen-session"
+cargo build --release --locked -p playpen-session >&2
+BIN="${TARGET_DIR}/release/playpen-session"
 NODE="$(command -v node)"
 
 # Short: the CLI's socket paths must stay under 103 bytes.
 WORK="$(mktemp -d /tmp/ppfb.XXXXXX)"
+on_exit "remove ${WORK}" rm -rf "$WORK"
 mkdir -p "$WORK/snapshots"
 cat >"$WORK/launch.json" <<'EOF'
 {"browser":{"browserName":"chromium","launchOptions":{"executablePath":"/usr/bin/chromium","headless":true,
@@ -35,7 +38,8 @@ server.listen(0, "127.0.0.1", () => console.log(server.address().port));
 setInterval(() => { try { process.kill(Number(process.argv[1]), 0); } catch { process.exit(0); } }, 1000);
 ' "$$" >"$WORK/port" &
 SERVER=$!
-for _ in $(seq 1 50); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
+on_exit "stop the page server" kill "$SERVER"
+wait_for "the loopback page server to print its port" 10 test -s "$WORK/port"
 URL="http://127.0.0.1:$(cat "$WORK/port")/"
 
 export PLAYWRIGHT_CLI_SESSION=bench PWTEST_SOCKETS_DIR="$WORK/s" PWTEST_DAEMON_SESSION_DIR="$WORK/d"
@@ -44,12 +48,8 @@ export PLAYPEN_CLI_PACKAGE="$PREFIX/node_modules/@playwright/cli" PLAYPEN_NODE="
 export PLAYPEN_CLI_FAST_REPORT="$WORK/report"
 cd "$WORK"
 
-cleanup() {
-  "$BIN" cli close >/dev/null 2>&1 || true
-  kill "$SERVER" 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+close_session() { "$BIN" cli close >/dev/null 2>&1 || true; }
+on_exit "close the browser session" close_session
 
 "$BIN" cli open --config="$WORK/launch.json" "$URL" >/dev/null
 

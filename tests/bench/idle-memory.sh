@@ -28,19 +28,22 @@
 #   agent: the live screencast shows the page and a click on it reaches the page (tests/e2e/clients/
 #   viewer.js, a real browser through the relay; needs tests/e2e/clients.sh's prefix in
 #   PLAYPEN_E2E_CLIENTS_PREFIX), a `screenshot` and a `snapshot` through the CLI
+# Leaves nothing behind: the runtime it started, its cgroup, the page server
+# and its directory go on every exit.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROUNDS="${1:-3}"
 SETTLE="${2:-20}"
 export LC_ALL=C
 PREFIX="${PLAYPEN_TEST_CLI_PREFIX:-$(tests/session/setup.sh | tail -n 1)}"
-TARGET="${CARGO_TARGET_DIR:-target}"
 cargo build --release --locked -p playpen-session >&2
-BIN="$(cd "$TARGET" && pwd)/release/playpen-session"
+BIN="${TARGET_DIR}/release/playpen-session"
 NODE="${PLAYPEN_NODE:-$(command -v node)}"
 
 # Short: the CLI's socket paths must stay under 103 bytes.
 WORK="$(mktemp -d /tmp/ppim.XXXXXX)"
+on_exit "remove ${WORK}" rm -rf "$WORK"
 # Experiments with the browser, not defaults: another executable, more flags.
 CHROMIUM="${PLAYPEN_BENCH_CHROMIUM:-/usr/bin/chromium}"
 read -r -a extra_args <<<"${PLAYPEN_BENCH_CHROMIUM_ARGS:-}"
@@ -83,7 +86,8 @@ server.listen(0, "127.0.0.1", () => console.log(server.address().port));
 setInterval(() => { try { process.kill(Number(process.argv[1]), 0); } catch { process.exit(0); } }, 1000);
 ' "$$" >"$WORK/port" &
 SERVER=$!
-for _ in $(seq 1 50); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
+on_exit "stop the page server" kill "$SERVER"
+wait_for "the loopback page server to print its port" 10 test -s "$WORK/port"
 URL="http://127.0.0.1:$(cat "$WORK/port")/"
 
 # A memory cgroup per runtime, under this shell's own, where the host allows
@@ -139,13 +143,11 @@ for path in sys.stdin.buffer.read().split(b"\0"):
 
 RUNTIME=""
 CGROUP=""
-cleanup() {
+stop_runtime() {
   if [[ -n "$RUNTIME" ]]; then kill -TERM "$RUNTIME" 2>/dev/null || true; wait "$RUNTIME" 2>/dev/null || true; fi
   if [[ -n "$CGROUP" ]]; then rmdir "$CGROUP" 2>/dev/null || true; fi
-  kill "$SERVER" 2>/dev/null || true
-  rm -rf "$WORK"
 }
-trap cleanup EXIT
+on_exit "stop the session runtime and remove its cgroup" stop_runtime
 
 free_port() {
   "$NODE" -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'

@@ -1,9 +1,41 @@
-//! Benchmark driver (run by `tests/bench/operator.sh`, not a test): applies
-//! N BrowserSessions to the real API server while a separately started
-//! operator reconciles them, and prints a table.
+//! Benchmark driver (run by `tests/bench/operator.sh`, not a test): N
+//! BrowserSessions created in a burst (or paced) against the real API
+//! server, in phases measured in the same run and printed as one table:
 //!
-//! Baseline, measured in the same run: create → watch-event latency of a
-//! plain ConfigMap, the floor any controller pays for one API round trip.
+//! 1. **one ConfigMap**: create → watch event of N plain ConfigMaps, the
+//!    floor of one API round trip;
+//! 2. **ideal**: N sessions whose children the ideal controller creates
+//!    ([`ideal`]): the limit the API server and etcd set on this machine;
+//! 3. **operator**: N sessions reconciled by the real operator (a separate
+//!    process watching only its own namespace);
+//! 4. **resync**: the operator restarted once the N sessions have settled:
+//!    the new process lists and reconciles every session; whatever it writes
+//!    is waste (target: nothing).
+//!
+//! Each phase: create → all children present (and → Ready with
+//! `PLAYPEN_BENCH_READY=1`), sessions per second, the API server's request
+//! counts by resource and verb ([`apimetrics`]), the operator's reconciles,
+//! CPU seconds and peak RSS.
+//!
+//! Environment (tests/bench/operator.sh sets the first four):
+//! `PLAYPEN_BENCH_OPERATOR` the operator binary; `PLAYPEN_BENCH_METRICS_ADDR`
+//! its /metrics address (127.0.0.1:18081); `PLAYPEN_BENCH_OPERATOR_LOG` its
+//! log; `PLAYPEN_BENCH_PIDFILE` where its pid is kept for the script's
+//! cleanup; `PLAYPEN_BENCH_NAMESPACE` the namespaces' prefix
+//! (playpen-bench-operator: `-ideal` and `-operator`, labelled
+//! `playpen.dev/bench=operator`); `PLAYPEN_BENCH_CONCURRENCY` the ideal
+//! controller's concurrency (32, the operator's reconcile concurrency);
+//! `PLAYPEN_BENCH_READY=1` also waits for Ready (needs nodes that run the
+//! Pods); `PLAYPEN_BENCH_SPEC` a JSON object merged into every session's
+//! spec (e.g. `{"pod":{"tolerations":[…]}}`); `PLAYPEN_BENCH_TIMEOUT`
+//! seconds to wait for each phase (600).
+
+#[path = "operator/apimetrics.rs"]
+mod apimetrics;
+#[path = "operator/ideal.rs"]
+mod ideal;
+#[path = "operator/process.rs"]
+mod process;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,243 +43,730 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
+use playpen_api::naming::ChildNames;
+use playpen_api::v1alpha1::condition;
 use playpen_api::BrowserSession;
-use playpen_tests::{client, ensure_crd, TestNamespace};
+use playpen_operator::children::{self, managed_selector, Identity, Settings};
+use playpen_tests::{client, ensure_crd, eventually};
 use serde::de::DeserializeOwned;
 
-type Seen = Arc<Mutex<HashMap<(String, String), Instant>>>;
+use apimetrics::Delta;
+use process::{Launch, Operator};
 
-/// Records when each object (kind, name) was first seen.
-fn record<K>(api: Api<K>, kind: &'static str, labels: &str, seen: Seen) -> tokio::task::JoinHandle<()>
+/// Label on the bench's namespaces, by which the script finds leftovers.
+const BENCH_LABEL: (&str, &str) = ("playpen.dev/bench", "operator");
+/// Sessions (and baseline ConfigMaps) created at once.
+const CREATE_CONCURRENCY: usize = 32;
+/// Resources a BrowserSession controller writes (the operator, or the ideal
+/// one); the rest (EndpointSlices, Leases…) are the cluster's own writes.
+const CONTROLLER_RESOURCES: &[&str] = &[
+    "browsersessions",
+    "browsersessions/status",
+    "pods",
+    "secrets",
+    "configmaps",
+    "services",
+    "networkpolicies",
+    "persistentvolumeclaims",
+    "events",
+];
+/// How long the reconcile counter must stand still before a phase is settled.
+const QUIET: Duration = Duration::from_secs(3);
+
+#[derive(Debug)]
+struct Options {
+    n: usize,
+    /// Sessions per second; 0 creates them as fast as possible (a burst).
+    rate: f64,
+    controller_concurrency: usize,
+    ready: bool,
+    spec: serde_json::Map<String, serde_json::Value>,
+    prefix: String,
+    launch: Launch,
+    timeout: Duration,
+}
+
+impl Options {
+    fn parse() -> anyhow::Result<Self> {
+        let args: Vec<String> = std::env::args().collect();
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let n: usize = args.get(1).map(|s| s.parse()).transpose().context("N")?.unwrap_or(1000);
+        let rate: f64 = args.get(2).map(|s| s.parse()).transpose().context("RATE")?.unwrap_or(0.0);
+        let mut spec = serde_json::Map::new();
+        spec.insert("image".into(), "playpen/browser:bench".into());
+        if let Some(extra) = env("PLAYPEN_BENCH_SPEC") {
+            let extra: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&extra).context("PLAYPEN_BENCH_SPEC must be a JSON object")?;
+            spec.extend(extra);
+        }
+        let prefix = env("PLAYPEN_BENCH_NAMESPACE").unwrap_or_else(|| "playpen-bench-operator".into());
+        let binary = env("PLAYPEN_BENCH_OPERATOR")
+            .context("PLAYPEN_BENCH_OPERATOR (the playpen-operator binary) is not set: run tests/bench/operator.sh")?;
+        let addr = env("PLAYPEN_BENCH_METRICS_ADDR").unwrap_or_else(|| "127.0.0.1:18081".into());
+        Ok(Self {
+            n,
+            rate,
+            controller_concurrency: env("PLAYPEN_BENCH_CONCURRENCY")
+                .map(|s| s.parse())
+                .transpose()
+                .context("PLAYPEN_BENCH_CONCURRENCY")?
+                .unwrap_or(32),
+            ready: env("PLAYPEN_BENCH_READY").is_some_and(|v| v != "0"),
+            spec,
+            launch: Launch {
+                binary: binary.into(),
+                namespace: format!("{prefix}-operator"),
+                addr: addr.parse().with_context(|| format!("PLAYPEN_BENCH_METRICS_ADDR={addr}"))?,
+                log: env("PLAYPEN_BENCH_OPERATOR_LOG").unwrap_or_else(|| "bench-operator.log".into()).into(),
+                pidfile: env("PLAYPEN_BENCH_PIDFILE").map(Into::into),
+            },
+            prefix,
+            timeout: Duration::from_secs(
+                env("PLAYPEN_BENCH_TIMEOUT")
+                    .map(|s| s.parse())
+                    .transpose()
+                    .context("PLAYPEN_BENCH_TIMEOUT")?
+                    .unwrap_or(600),
+            ),
+        })
+    }
+}
+
+/// When each object was first seen, by (what, name): a child's kind, or
+/// `Ready` (a session's Ready condition) and `PodReady` (a Pod's).
+type Seen = Arc<Mutex<HashMap<(&'static str, String), Instant>>>;
+
+/// Watches of one namespace that record when things appear.
+struct Watchers {
+    seen: Seen,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Watchers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watchers").finish_non_exhaustive()
+    }
+}
+
+impl Drop for Watchers {
+    fn drop(&mut self) {
+        self.tasks.iter().for_each(tokio::task::JoinHandle::abort);
+    }
+}
+
+fn present<K: ResourceExt>(kind: &'static str) -> impl Fn(&K) -> Option<(&'static str, String)> {
+    move |obj| Some((kind, obj.name_any()))
+}
+
+impl Watchers {
+    async fn start(client: &Client, ns: &str, ready: bool) -> Self {
+        let seen = Seen::default();
+        let managed = watcher::Config::default().labels(&managed_selector());
+        let mut tasks = vec![
+            record::<Pod>(client, ns, &managed, &seen, present("Pod")),
+            record::<Secret>(client, ns, &managed, &seen, present("Secret")),
+            record::<ConfigMap>(client, ns, &managed, &seen, present("ConfigMap")),
+            record::<Service>(client, ns, &managed, &seen, present("Service")),
+            record::<NetworkPolicy>(client, ns, &managed, &seen, present("NetworkPolicy")),
+            record::<PersistentVolumeClaim>(client, ns, &managed, &seen, present("PersistentVolumeClaim")),
+            record::<ConfigMap>(
+                client,
+                ns,
+                &watcher::Config::default().labels("playpen.dev/bench=baseline"),
+                &seen,
+                present("Baseline"),
+            ),
+        ];
+        if ready {
+            tasks.push(record::<Pod>(client, ns, &managed, &seen, |pod: &Pod| {
+                let conditions = pod.status.as_ref()?.conditions.as_ref()?;
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
+                    .then(|| ("PodReady", pod.name_any()))
+            }));
+            tasks.push(record::<BrowserSession>(
+                client,
+                ns,
+                &watcher::Config::default(),
+                &seen,
+                |bs: &BrowserSession| {
+                    let conditions = &bs.status.as_ref()?.conditions;
+                    conditions
+                        .iter()
+                        .any(|c| c.type_ == condition::READY && c.status == "True")
+                        .then(|| ("Ready", bs.name_any()))
+                },
+            ));
+        }
+        // Let every watch list before anything is created.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Self { seen, tasks }
+    }
+
+    /// Waits until every key in `want` was seen; says what is missing on timeout.
+    async fn wait(&self, want: &[(&'static str, String)], timeout: Duration, what: &str) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let mut told = Instant::now();
+        loop {
+            let missing: Vec<&(&str, String)> = {
+                let s = self.seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+                want.iter().filter(|k| !s.contains_key(*k)).collect()
+            };
+            let Some((kind, name)) = missing.first() else { return Ok(()) };
+            if started.elapsed() > timeout {
+                bail!(
+                    "timed out after {} s waiting for {what}: {} of {} not seen yet (for example {kind} {name})",
+                    timeout.as_secs(),
+                    missing.len(),
+                    want.len()
+                );
+            }
+            if told.elapsed() > Duration::from_secs(15) {
+                eprintln!("still waiting for {what}: {} of {} seen", want.len() - missing.len(), want.len());
+                told = Instant::now();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Per session, the time from its create to the last of its `keys` seen; sorted.
+    fn latencies(
+        &self,
+        created: &HashMap<String, Instant>,
+        keys: impl Fn(&str) -> Vec<(&'static str, String)>,
+    ) -> anyhow::Result<Vec<Duration>> {
+        let s = self.seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        let mut out = Vec::with_capacity(created.len());
+        for (name, t0) in created {
+            let mut worst = Duration::ZERO;
+            for key in keys(name) {
+                let at = s.get(&key).with_context(|| format!("{} {} never seen", key.0, key.1))?;
+                worst = worst.max(at.saturating_duration_since(*t0));
+            }
+            out.push(worst);
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// Records when `key` first holds for an object of kind `K` in `ns`.
+fn record<K>(
+    client: &Client,
+    ns: &str,
+    cfg: &watcher::Config,
+    seen: &Seen,
+    key: impl Fn(&K) -> Option<(&'static str, String)> + Send + 'static,
+) -> tokio::task::JoinHandle<()>
 where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
 {
-    let cfg = watcher::Config::default().labels(labels);
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let (cfg, seen) = (cfg.clone(), seen.clone());
     tokio::spawn(async move {
         let stream = watcher(api, cfg).default_backoff().applied_objects();
         futures::pin_mut!(stream);
         while let Ok(Some(obj)) = stream.try_next().await {
-            let key = (kind.to_owned(), obj.name_any());
-            seen.lock().map(|mut s| s.entry(key).or_insert_with(Instant::now).to_owned()).ok();
+            if let Some(k) = key(&obj) {
+                if let Ok(mut s) = seen.lock() {
+                    s.entry(k).or_insert_with(Instant::now);
+                }
+            }
         }
     })
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
+/// A kind of child and how its name follows from the session's child names.
+type ChildKind = (&'static str, fn(&ChildNames) -> String);
+
+/// Which children one session of `spec` gets: (kind, name from its child names).
+fn child_kinds(spec: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Vec<ChildKind>> {
+    let bs: BrowserSession = serde_json::from_value(serde_json::json!({"apiVersion": "playpen.dev/v1alpha1",
+        "kind": "BrowserSession", "metadata": {"name": "x", "namespace": "x", "uid": "00000000-0000-0000-0000-000000000000"},
+        "spec": spec}))?;
+    let built = children::build(&bs, &Identity::of(&bs)?, &Settings::default())?;
+    let mut kinds: Vec<ChildKind> = vec![
+        ("Pod", |n| n.pod.clone()),
+        ("ConfigMap", |n| n.runtime_config.clone()),
+        ("NetworkPolicy", |n| n.network_policy.clone()),
+    ];
+    if built.launch_secret.is_some() {
+        kinds.push(("Secret", |n| n.launch_secret.clone()));
     }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
+    if built.viewer_service.is_some() {
+        kinds.push(("Service", |n| n.viewer_service.clone()));
+    }
+    if built.snapshot_claim.is_some() {
+        kinds.push(("PersistentVolumeClaim", |n| n.snapshot_claim.clone()));
+    }
+    Ok(kinds)
 }
 
-async fn scrape_reconciles(url: &str) -> anyhow::Result<f64> {
-    let out = tokio::process::Command::new("curl").args(["-fsS", url]).output().await?;
-    let text = String::from_utf8(out.stdout)?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("playpen_reconciles_total "))
-        .context("playpen_reconciles_total not in /metrics")?
-        .trim()
-        .parse()
-        .context("parse reconciles")
-}
-
-fn peak_rss_mib(pid: &str) -> anyhow::Result<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .context("VmHWM")?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()?;
-    Ok(kb / 1024.0)
-}
-
-/// Creates `count` objects with at most `concurrency` in flight; returns create instants by name.
-/// Each future returns the object's name and the instant its create was sent.
-async fn create_all<F, Fut>(count: usize, concurrency: usize, make: F) -> anyhow::Result<HashMap<String, Instant>>
+/// Creates `count` objects with at most [`CREATE_CONCURRENCY`] in flight,
+/// the i-th not before `start + i / rate` when paced; returns when each create was sent, by name.
+async fn create_all<F, Fut>(count: usize, rate: f64, make: F) -> anyhow::Result<HashMap<String, Instant>>
 where
     F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<(String, Instant)>>,
 {
-    let results: Vec<anyhow::Result<(String, Instant)>> =
-        futures::stream::iter(0..count).map(&make).buffer_unordered(concurrency).collect().await;
+    let start = Instant::now();
+    let results: Vec<anyhow::Result<(String, Instant)>> = futures::stream::iter(0..count)
+        .map(|i| {
+            let due = (rate > 0.0).then(|| start + Duration::from_secs_f64(i as f64 / rate));
+            let made = make(i);
+            async move {
+                if let Some(due) = due {
+                    tokio::time::sleep_until(due.into()).await;
+                }
+                made.await
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .collect()
+        .await;
     results.into_iter().collect()
 }
 
-async fn wait_for(seen: &Seen, want: &[(String, String)], timeout: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let missing = {
-            let s = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-            want.iter().filter(|k| !s.contains_key(*k)).count()
+async fn create_sessions(client: &Client, ns: &str, opts: &Options) -> anyhow::Result<HashMap<String, Instant>> {
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
+    create_all(opts.n, opts.rate, |i| {
+        let sessions = sessions.clone();
+        let spec = opts.spec.clone();
+        async move {
+            let name = format!("s{i}");
+            let bs: BrowserSession = serde_json::from_value(serde_json::json!({"apiVersion": "playpen.dev/v1alpha1",
+                "kind": "BrowserSession", "metadata": {"name": name}, "spec": spec}))?;
+            let sent = Instant::now();
+            sessions
+                .create(&PostParams::default(), &bs)
+                .await
+                .with_context(|| format!("creating BrowserSession {name}"))?;
+            Ok((name, sent))
+        }
+    })
+    .await
+}
+
+/// What one phase measured.
+#[derive(Debug, Default)]
+struct Measured {
+    /// First create → last child seen.
+    wall: Duration,
+    /// First create → last Ready, when waited for.
+    ready_wall: Option<Duration>,
+    /// Per session: create → all children present, sorted.
+    children: Vec<Duration>,
+    /// Per session: create → Ready (the ideal: its Pod Ready), sorted; empty unless waited for.
+    ready: Vec<Duration>,
+    api: Delta,
+    reconciles: Option<f64>,
+    cpu: Option<f64>,
+    rss: Option<f64>,
+}
+
+/// N sessions in `ns` while a controller (the ideal one, or the operator,
+/// already running) makes their children; the caller counts the API
+/// requests around it, since when a phase has settled depends on who works.
+async fn sessions_phase(
+    client: &Client,
+    ns: &str,
+    opts: &Options,
+    kinds: &[ChildKind],
+    who: &str,
+    ready_key: &'static str,
+) -> anyhow::Result<Measured> {
+    let watchers = Watchers::start(client, ns, opts.ready).await;
+    let start = Instant::now();
+    let created = create_sessions(client, ns, opts).await?;
+    let children_of = |name: &str| {
+        let names = ChildNames::for_session(name);
+        kinds.iter().map(|(kind, child)| (*kind, child(&names))).collect::<Vec<_>>()
+    };
+    let want: Vec<_> = created.keys().flat_map(|n| children_of(n)).collect();
+    let what = format!("the children of {} sessions ({who}) in namespace {ns}", opts.n);
+    watchers.wait(&want, opts.timeout, &what).await?;
+    let wall = start.elapsed();
+    let children = watchers.latencies(&created, children_of)?;
+    let (mut ready, mut ready_wall) = (Vec::new(), None);
+    if opts.ready {
+        let ready_of = |name: &str| match ready_key {
+            "PodReady" => vec![("PodReady", ChildNames::for_session(name).pod)],
+            _ => vec![(ready_key, name.to_owned())],
         };
-        if missing == 0 {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("{missing} children still missing after {timeout:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let want: Vec<_> = created.keys().flat_map(|n| ready_of(n)).collect();
+        let what = format!("{} sessions ({who}) in namespace {ns} to be Ready ({ready_key} condition True)", opts.n);
+        watchers.wait(&want, opts.timeout, &what).await?;
+        ready_wall = Some(start.elapsed());
+        ready = watchers.latencies(&created, ready_of)?;
     }
+    Ok(Measured { wall, children, ready, ready_wall, ..Measured::default() })
 }
 
-fn latencies(created: &HashMap<String, Instant>, seen: &Seen, kinds: &[&str]) -> anyhow::Result<Vec<Duration>> {
-    let s = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-    let mut out = Vec::with_capacity(created.len());
-    for (name, t0) in created {
-        let mut worst = Duration::ZERO;
-        for kind in kinds {
-            let child = match *kind {
-                "Pod" => format!("{name}-browser"),
-                "Secret" => format!("{name}-launch"),
-                "ConfigMap" => format!("{name}-runtime"),
-                "Service" => format!("{name}-view"),
-                "NetworkPolicy" => format!("{name}-isolate"),
-                _ => name.clone(),
-            };
-            let at = s.get(&((*kind).to_owned(), child)).context("child never seen")?;
-            worst = worst.max(at.saturating_duration_since(*t0));
-        }
-        out.push(worst);
-    }
-    out.sort();
-    Ok(out)
-}
-
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let n: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(1000);
-    let metrics_url = args.get(2).cloned().unwrap_or_else(|| "http://127.0.0.1:18081/metrics".into());
-    let operator_pid = args.get(3).cloned().context("usage: bench-operator N METRICS_URL OPERATOR_PID [RATE]")?;
-    // Sessions per second; 0 creates them as fast as possible (a burst).
-    let rate: f64 = args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(0.0);
-    let concurrency = 32;
-    let client: Client = client().await?;
-    ensure_crd(&client).await?;
-    let ns = TestNamespace::new(&client, "bench").await?;
-    let n_ns = ns.name.clone();
-    let seen: Seen = Arc::default();
-    let managed = "app.kubernetes.io/managed-by=playpen-operator";
-    let _watchers = [
-        record(Api::<Pod>::namespaced(client.clone(), &n_ns), "Pod", managed, seen.clone()),
-        record(Api::<Secret>::namespaced(client.clone(), &n_ns), "Secret", managed, seen.clone()),
-        record(Api::<ConfigMap>::namespaced(client.clone(), &n_ns), "ConfigMap", managed, seen.clone()),
-        record(Api::<Service>::namespaced(client.clone(), &n_ns), "Service", managed, seen.clone()),
-        record(Api::<NetworkPolicy>::namespaced(client.clone(), &n_ns), "NetworkPolicy", managed, seen.clone()),
-        record(
-            Api::<ConfigMap>::namespaced(client.clone(), &n_ns),
-            "Baseline",
-            "playpen.dev/bench=baseline",
-            seen.clone(),
-        ),
-    ];
-    tokio::time::sleep(Duration::from_secs(1)).await;
-
-    // Baseline: plain ConfigMaps, same count and concurrency.
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &n_ns);
-    let base_start = Instant::now();
-    let base_created = create_all(n, concurrency, |i| {
+/// The floor of one API round trip: N plain ConfigMaps, create → watch event.
+async fn baseline_phase(client: &Client, ns: &str, opts: &Options) -> anyhow::Result<Measured> {
+    let watchers = Watchers::start(client, ns, false).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let start = Instant::now();
+    let created = create_all(opts.n, opts.rate, |i| {
         let cms = cms.clone();
         async move {
             let name = format!("base-{i}");
             let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": name,
                 "labels": {"playpen.dev/bench": "baseline"}}, "data": {"k": "v"}}))?;
             let sent = Instant::now();
-            cms.create(&PostParams::default(), &cm).await?;
+            cms.create(&PostParams::default(), &cm).await.with_context(|| format!("creating ConfigMap {name}"))?;
             Ok((name, sent))
         }
     })
     .await?;
-    let want: Vec<_> = base_created.keys().map(|n| ("Baseline".to_owned(), n.clone())).collect();
-    wait_for(&seen, &want, Duration::from_secs(120)).await?;
-    let base_elapsed = base_start.elapsed();
-    let base = latencies(&base_created, &seen, &["Baseline"])?;
+    let want: Vec<_> = created.keys().map(|n| ("Baseline", n.clone())).collect();
+    watchers.wait(&want, opts.timeout, &format!("{} baseline ConfigMaps in namespace {ns}", opts.n)).await?;
+    let wall = start.elapsed();
+    let children = watchers.latencies(&created, |n| vec![("Baseline", n.to_owned())])?;
+    Ok(Measured { wall, children, ..Measured::default() })
+}
 
-    // Sessions.
-    let before = scrape_reconciles(&metrics_url).await?;
-    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), &n_ns);
+async fn ideal_phase(client: &Client, ns: &str, opts: &Options, kinds: &[ChildKind]) -> anyhow::Result<Measured> {
+    // Its own client (connection pool), as a controller process would have.
+    let controller =
+        tokio::spawn(ideal::run(playpen_tests::client().await?, ns.to_owned(), opts.controller_concurrency));
+    let before = apimetrics::scrape(client).await?;
+    let phase = sessions_phase(client, ns, opts, kinds, "ideal controller", "PodReady").await;
+    let failed = controller.is_finished();
+    controller.abort();
+    if failed {
+        if let Ok(Err(e)) = controller.await {
+            return Err(e.context("the ideal controller failed"));
+        }
+    }
+    let mut measured = phase?;
+    tokio::time::sleep(QUIET).await;
+    measured.api = Delta::between(&before, &apimetrics::scrape(client).await?);
+    Ok(measured)
+}
+
+async fn operator_phase(
+    client: &Client,
+    op: &Operator,
+    ns: &str,
+    opts: &Options,
+    kinds: &[ChildKind],
+) -> anyhow::Result<Measured> {
+    let (reconciles0, cpu0) = (op.reconciles().await?, op.cpu_seconds()?);
+    let before = apimetrics::scrape(client).await?;
+    let mut measured = sessions_phase(client, ns, opts, kinds, "operator", "Ready").await?;
+    // Status writes wake follow-up reconciles: count them too.
+    let reconciles = op.settle(QUIET, Duration::from_secs(120)).await?;
+    measured.api = Delta::between(&before, &apimetrics::scrape(client).await?);
+    measured.reconciles = Some(reconciles - reconciles0);
+    measured.cpu = Some(op.cpu_seconds()? - cpu0);
+    measured.rss = Some(op.peak_rss_mib()?);
+    Ok(measured)
+}
+
+/// Restarts the operator with every session settled: a new process lists
+/// and reconciles all of them; returns it, running, and what it cost.
+async fn resync_phase(client: &Client, old: Operator, opts: &Options) -> anyhow::Result<(Operator, Measured)> {
+    let before = apimetrics::scrape(client).await?;
+    old.stop().await?;
     let start = Instant::now();
-    let created = create_all(n, concurrency, |i| {
-        let sessions = sessions.clone();
-        let due = (rate > 0.0).then(|| start + Duration::from_secs_f64(i as f64 / rate));
-        async move {
-            if let Some(due) = due {
-                tokio::time::sleep_until(due.into()).await;
-            }
-            let name = format!("s{i}");
-            let bs: BrowserSession = serde_json::from_value(serde_json::json!({"apiVersion": "playpen.dev/v1alpha1",
-                "kind": "BrowserSession", "metadata": {"name": name}, "spec": {"image": "playpen/browser:bench"}}))?;
-            let sent = Instant::now();
-            sessions.create(&PostParams::default(), &bs).await?;
-            Ok((name, sent))
+    let op = Operator::start(&opts.launch).await?;
+    let mut told = Instant::now();
+    loop {
+        let done = op.reconciles().await?;
+        if done >= opts.n as f64 {
+            break;
         }
-    })
-    .await?;
-    let kinds = ["Pod", "Secret", "ConfigMap", "Service", "NetworkPolicy"];
-    let want: Vec<_> = created
-        .keys()
-        .flat_map(|name| {
-            [
-                ("Pod".to_owned(), format!("{name}-browser")),
-                ("Secret".to_owned(), format!("{name}-launch")),
-                ("ConfigMap".to_owned(), format!("{name}-runtime")),
-                ("Service".to_owned(), format!("{name}-view")),
-                ("NetworkPolicy".to_owned(), format!("{name}-isolate")),
-            ]
-        })
-        .collect();
-    wait_for(&seen, &want, Duration::from_secs(600)).await?;
-    let elapsed = start.elapsed();
-    // Let status writes settle, then count reconciles.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let after = scrape_reconciles(&metrics_url).await?;
-    let lat = latencies(&created, &seen, &kinds)?;
-    let rss = peak_rss_mib(&operator_pid)?;
+        if start.elapsed() > opts.timeout {
+            bail!(
+                "timed out after {} s waiting for the restarted operator to reconcile all {} sessions ({done} so far)",
+                opts.timeout.as_secs(),
+                opts.n
+            );
+        }
+        if told.elapsed() > Duration::from_secs(15) {
+            eprintln!("still waiting for the restarted operator to reconcile all {} sessions: {done} so far", opts.n);
+            told = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let wall = start.elapsed();
+    let reconciles = op.settle(QUIET, Duration::from_secs(120)).await?;
+    let api = Delta::between(&before, &apimetrics::scrape(client).await?);
+    let measured = Measured {
+        wall,
+        api,
+        reconciles: Some(reconciles),
+        cpu: Some(op.cpu_seconds()?),
+        rss: Some(op.peak_rss_mib()?),
+        ..Measured::default()
+    };
+    Ok((op, measured))
+}
 
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let (p50, p99) = (percentile(&lat, 0.50), percentile(&lat, 0.99));
-    let (b50, b99) = (percentile(&base, 0.50), percentile(&base, 0.99));
-    println!();
-    let arrival = if rate > 0.0 { format!("paced at {rate}/s") } else { "burst".to_owned() };
-    println!("BrowserSessions: {n}, {arrival}, create concurrency {concurrency}");
-    println!("{:<44} {:>12} {:>12} {:>10}", "measure", "sessions", "baseline", "ratio");
-    println!(
-        "{:<44} {:>12.1} {:>12.1} {:>10.2}",
-        "create -> all children present, p50 (ms)",
-        ms(p50),
-        ms(b50),
-        ms(p50) / ms(b50).max(0.001)
-    );
-    println!(
-        "{:<44} {:>12.1} {:>12.1} {:>10.2}",
-        "create -> all children present, p99 (ms)",
-        ms(p99),
-        ms(b99),
-        ms(p99) / ms(b99).max(0.001)
-    );
-    println!(
-        "{:<44} {:>12.2} {:>12.2} {:>10.2}",
-        "wall time for all N (s)",
-        elapsed.as_secs_f64(),
-        base_elapsed.as_secs_f64(),
-        elapsed.as_secs_f64() / base_elapsed.as_secs_f64()
-    );
-    println!("{:<44} {:>12.1}", "reconciles per second", (after - before) / elapsed.as_secs_f64());
-    println!("{:<44} {:>12.0}", "reconciles in total", after - before);
-    println!("{:<44} {:>12.1}", "operator peak RSS (MiB)", rss);
-    println!();
-    println!(
-        "targets: p99 < 1000 ms, RSS < 100 MiB -> {}",
-        if ms(p99) < 1000.0 && rss < 100.0 { "met" } else { "NOT met" }
-    );
+/// Creates namespace `name` with the bench's label; waits for its default
+/// ServiceAccount (the admission plugin refuses Pods until it exists).
+async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": name,
+        "labels": {BENCH_LABEL.0: BENCH_LABEL.1}}}))?;
+    namespaces.create(&PostParams::default(), &ns).await.with_context(|| {
+        format!("creating namespace {name} (left by an earlier run? tests/bench/operator.sh removes it first)")
+    })?;
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), name);
+    eventually(Duration::from_secs(30), || async {
+        sas.get("default").await.map(|_| ()).with_context(|| format!("waiting for ServiceAccount {name}/default"))
+    })
+    .await
+}
+
+/// Deletes namespace `name` and waits until it is gone.
+async fn delete_namespace(client: &Client, name: &str, timeout: Duration) -> anyhow::Result<Duration> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let start = Instant::now();
+    match namespaces.delete(name, &DeleteParams::background()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Duration::ZERO),
+        Err(e) => return Err(e).with_context(|| format!("deleting namespace {name}")),
+    }
+    while namespaces.get_opt(name).await?.is_some() {
+        if start.elapsed() > timeout {
+            bail!(
+                "timed out after {} s waiting for namespace {name} and everything in it to be deleted",
+                timeout.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    Ok(start.elapsed())
+}
+
+async fn run(opts: &Options) -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let kinds = child_kinds(&opts.spec)?;
+    let ideal_ns = format!("{}-ideal", opts.prefix);
+    let op_ns = opts.launch.namespace.clone();
+    create_namespace(&client, &ideal_ns).await?;
+    create_namespace(&client, &op_ns).await?;
+
+    eprintln!("phase 1/4: {} plain ConfigMaps (one API round trip each)", opts.n);
+    let base = baseline_phase(&client, &ideal_ns, opts).await?;
+    eprintln!("phase 2/4: {} sessions, children made by the ideal controller", opts.n);
+    let ideal = ideal_phase(&client, &ideal_ns, opts, &kinds).await?;
+    // The operator starts from the same (empty) cluster the ideal did.
+    let cleared = delete_namespace(&client, &ideal_ns, opts.timeout).await?;
+    eprintln!("deleted namespace {ideal_ns} in {:.1} s", cleared.as_secs_f64());
+    eprintln!("phase 3/4: {} sessions, reconciled by the operator", opts.n);
+    let op = Operator::start(&opts.launch).await?;
+    let operator = operator_phase(&client, &op, &op_ns, opts, &kinds).await?;
+    eprintln!("phase 4/4: full resync: the operator restarted with {} settled sessions", opts.n);
+    let (op, resync) = resync_phase(&client, op, opts).await?;
+    op.stop().await?;
+    print_table(opts, &base, &ideal, &operator, &resync);
     Ok(())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    let idx = ((last as f64) * p).round() as usize;
+    Some(sorted[idx.min(last)].as_secs_f64() * 1000.0)
+}
+
+/// Controller writes per session: writes to the kinds a controller writes,
+/// without the bench's own creates of the sessions.
+fn controller_writes(d: &Delta) -> f64 {
+    d.rows
+        .iter()
+        .filter(|((r, v), _)| {
+            apimetrics::is_write(v)
+                && CONTROLLER_RESOURCES.contains(&r.as_str())
+                && (r.as_str(), v.as_str()) != ("browsersessions", "POST")
+        })
+        .map(|(_, (n, _))| n)
+        .sum()
+}
+
+/// etcd writes to the kinds a controller writes, without the bench's own
+/// creates of the sessions (a no-op apply is a request but no etcd write).
+fn controller_etcd_writes(d: &Delta) -> f64 {
+    let all = d.etcd_writes(|r| CONTROLLER_RESOURCES.contains(&r));
+    let bench = d.etcd.get(&("browsersessions".to_owned(), "create".to_owned())).copied().unwrap_or(0.0);
+    all - bench
+}
+
+fn print_table(opts: &Options, base: &Measured, ideal: &Measured, op: &Measured, resync: &Measured) {
+    let n = opts.n as f64;
+    let per = |v: f64| v / n;
+    // `+ 0.0` turns the -0.0 of an empty f64 sum into 0.
+    let fmt = |v: Option<f64>, d: usize| v.map_or_else(|| "-".to_owned(), |v| format!("{:.d$}", v + 0.0));
+    let row = |label: &str, o: Option<f64>, i: Option<f64>, b: Option<f64>, d: usize| {
+        let ratio = match (o, i) {
+            (Some(o), Some(i)) if i > 0.0 => format!("{:.2}", o / i),
+            _ => "-".to_owned(),
+        };
+        println!("{label:<46} {:>11} {:>11} {:>9} {:>11}", fmt(o, d), fmt(i, d), ratio, fmt(b, d));
+    };
+    let rate_of = |m: &Measured| n / m.wall.as_secs_f64();
+    let arrival = if opts.rate > 0.0 { format!("paced at {}/s", opts.rate) } else { "one burst".to_owned() };
+    println!();
+    println!(
+        "BrowserSessions: {}, {arrival}, created {CREATE_CONCURRENCY} at a time; ideal controller concurrency {} \
+         (operator: its own)",
+        opts.n, opts.controller_concurrency
+    );
+    println!("{:<46} {:>11} {:>11} {:>9} {:>11}", "measure", "operator", "ideal", "op/ideal", "1 ConfigMap");
+    row(
+        "create -> all children present, p50 (ms)",
+        percentile(&op.children, 0.5),
+        percentile(&ideal.children, 0.5),
+        percentile(&base.children, 0.5),
+        0,
+    );
+    row(
+        "create -> all children present, p99 (ms)",
+        percentile(&op.children, 0.99),
+        percentile(&ideal.children, 0.99),
+        percentile(&base.children, 0.99),
+        0,
+    );
+    if opts.ready {
+        row(
+            "create -> Ready, p50 (ms) (ideal: Pod Ready)",
+            percentile(&op.ready, 0.5),
+            percentile(&ideal.ready, 0.5),
+            None,
+            0,
+        );
+        row(
+            "create -> Ready, p99 (ms) (ideal: Pod Ready)",
+            percentile(&op.ready, 0.99),
+            percentile(&ideal.ready, 0.99),
+            None,
+            0,
+        );
+    }
+    row(
+        "all N with their children (s)",
+        Some(op.wall.as_secs_f64()),
+        Some(ideal.wall.as_secs_f64()),
+        Some(base.wall.as_secs_f64()),
+        2,
+    );
+    if opts.ready {
+        let secs = |m: &Measured| m.ready_wall.map(|d| d.as_secs_f64());
+        row("all N Ready (s) (ideal: their Pods)", secs(op), secs(ideal), None, 2);
+    }
+    row("sessions per second (with children)", Some(rate_of(op)), Some(rate_of(ideal)), Some(rate_of(base)), 1);
+    row(
+        "controller API writes per session",
+        Some(per(controller_writes(&op.api))),
+        Some(per(controller_writes(&ideal.api))),
+        None,
+        2,
+    );
+    row(
+        "  of which reached etcd",
+        Some(per(controller_etcd_writes(&op.api))),
+        Some(per(controller_etcd_writes(&ideal.api))),
+        None,
+        2,
+    );
+    let all_writes = |d: &Delta| per(d.writes_except(Some(("browsersessions", "POST"))));
+    row(
+        "all API writes per session (+ cluster's own)",
+        Some(all_writes(&op.api)),
+        Some(all_writes(&ideal.api)),
+        None,
+        2,
+    );
+    row("API reads per session (incl. the bench's)", Some(per(op.api.reads())), Some(per(ideal.api.reads())), None, 2);
+    row("reconciles per session", op.reconciles.map(per), None, None, 2);
+    row("reconciles per second", op.reconciles.map(|r| r / op.wall.as_secs_f64()), None, None, 1);
+    row("operator CPU seconds", op.cpu, None, None, 2);
+    row("operator peak RSS (MiB)", op.rss, None, None, 1);
+    println!();
+    println!("full resync (a new operator process, {} settled sessions)", opts.n);
+    let line = |label: &str, v: String| println!("{label:<46} {v:>11}");
+    line("until all N reconciled (s)", format!("{:.2}", resync.wall.as_secs_f64()));
+    line("reconciles", fmt(resync.reconciles, 0));
+    line("controller API writes (total)", fmt(Some(controller_writes(&resync.api)), 0));
+    line("  of which reached etcd", fmt(Some(controller_etcd_writes(&resync.api)), 0));
+    line("all API writes (total, + cluster's own)", fmt(Some(resync.api.writes_except(None)), 0));
+    line("API reads per session", fmt(Some(per(resync.api.reads())), 2));
+    line("operator CPU seconds (whole process)", fmt(resync.cpu, 2));
+    line("operator peak RSS (MiB)", fmt(resync.rss, 1));
+
+    println!();
+    println!("API requests by resource and verb, per session (resync: total); [n] of them not 2xx");
+    println!("{:<34} {:<8} {:>14} {:>14} {:>14}", "resource", "verb", "operator", "ideal", "resync");
+    let mut keys: Vec<&(String, String)> =
+        op.api.rows.keys().chain(ideal.api.rows.keys()).chain(resync.api.rows.keys()).collect();
+    keys.sort_by_key(|(r, v)| (!apimetrics::is_write(v), r.clone(), v.clone()));
+    keys.dedup();
+    let cell = |d: &Delta, k: &(String, String), scale: f64, dec: usize| match d.rows.get(k) {
+        None => "-".to_owned(),
+        Some((c, 0.0)) => format!("{:.dec$}", c / scale),
+        Some((c, bad)) => format!("{:.dec$} [{bad:.0}]", c / scale),
+    };
+    for k in keys {
+        println!(
+            "{:<34} {:<8} {:>14} {:>14} {:>14}",
+            k.0,
+            k.1,
+            cell(&op.api, k, n, 2),
+            cell(&ideal.api, k, n, 2),
+            cell(&resync.api, k, 1.0, 0)
+        );
+    }
+
+    println!();
+    let ideal_rate = rate_of(ideal);
+    println!(
+        "ideal controller: {ideal_rate:.0} sessions/s: {} agent-sandbox's 300/s on this machine",
+        if ideal_rate >= 300.0 { "reaches" } else { "does NOT reach" }
+    );
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    if let (Some(o99), Some(i99)) = (percentile(&op.children, 0.99), percentile(&ideal.children, 0.99)) {
+        println!("target p99 create->children <= 1.5x ideal: {:.2}x, {}", o99 / i99, verdict(o99 <= 1.5 * i99));
+    }
+    println!(
+        "target sessions/s >= ideal/1.5: {:.2}x, {}",
+        rate_of(op) / ideal_rate,
+        verdict(rate_of(op) * 1.5 >= ideal_rate)
+    );
+    let resync_writes = controller_writes(&resync.api);
+    println!("target no write in a no-op resync: {resync_writes:.0} writes, {}", verdict(resync_writes == 0.0));
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let opts = Options::parse()?;
+    // On a signal the run is dropped, which kills the operator it started;
+    // tests/bench/operator.sh deletes the namespaces.
+    tokio::select! {
+        r = run(&opts) => r,
+        _ = tokio::signal::ctrl_c() => bail!("interrupted: the operator it started is stopped"),
+        () = terminated() => bail!("terminated: the operator it started is stopped"),
+    }
+}
+
+async fn terminated() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut s) => {
+            s.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
 }

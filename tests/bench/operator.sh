@@ -1,20 +1,58 @@
 #!/usr/bin/env bash
 # Operator benchmark (on demand, not part of the tests): N BrowserSessions
-# (default 1000) against the real API server; prints latency, reconcile
-# rate and peak RSS next to a baseline measured in the same run.
-#   tests/bench/operator.sh [N] [RATE]   RATE sessions/s (default 0: a burst)
+# (default 1000) against the real API server (the control plane of
+# tests/cluster/start.sh), in one run: their children made by an ideal
+# controller (plain creates, no reconcile logic: the limit the API server
+# and etcd set here), then by the operator, then a full resync (the
+# operator restarted). Prints one table: create -> children (and -> Ready),
+# sessions per second, API writes per session by resource and verb,
+# reconciles, operator CPU and peak RSS, operator/ideal ratios.
+# What the phases are: tests/bench/operator.rs.
+#   tests/bench/operator.sh [N] [RATE]   RATE sessions/s (default 0: one burst)
+#   PLAYPEN_BENCH_METRICS_PORT   the operator's /metrics port on 127.0.0.1 (default 18081)
+#   PLAYPEN_BENCH_READY=1        also wait for Ready (needs nodes that run the Pods)
+#   PLAYPEN_BENCH_SPEC='{...}'   merged into every session's spec (tolerations…)
+#   PLAYPEN_BENCH_CONCURRENCY    the ideal controller's concurrency (default 32, the operator's)
+# Leaves nothing behind: its namespaces (label playpen.dev/bench=operator) are
+# deleted on every exit, and an earlier interrupted run's before it starts.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 N="${1:-1000}"
 RATE="${2:-0}"
-PORT=18081
-KUBECONFIG="$(tests/cluster/start.sh | tail -n 1)"
-export KUBECONFIG
+PORT="${PLAYPEN_BENCH_METRICS_PORT:-18081}"
+SELECTOR=playpen.dev/bench=operator
+PIDFILE="${STATE}/run/bench-operator.pid"
+
 cargo build --release --locked -p playpen-operator -p playpen-tests --bin playpen-operator --bin bench-operator
-STATE="${PLAYPEN_CLUSTER_DIR:-/tmp/playpen-cluster}"
-target/release/playpen-operator crd >"${STATE}/crd.yaml"
-PLAYPEN_HTTP_ADDR="127.0.0.1:${PORT}" RUST_LOG=warn target/release/playpen-operator run >"${STATE}/logs/bench-operator.log" 2>&1 &
-OP=$!
-trap 'kill $OP 2>/dev/null || true' EXIT
-for _ in $(seq 1 50); do curl -fsS "http://127.0.0.1:${PORT}/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
-target/release/bench-operator "$N" "http://127.0.0.1:${PORT}/metrics" "$OP" "$RATE"
+bench_cluster
+mkdir -p "${STATE}/run" "${LOGS}"
+
+# stop_operator: the operator the bench started, if it still runs (pid file
+# plus its command line, so a recycled pid is never killed).
+stop_operator() {
+  local pid
+  pid="$(cat "$PIDFILE" 2>/dev/null)" || return 0
+  if [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/${pid}/cmdline" | grep -q "playpen-operator run"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    wait_for "the bench's operator (pid ${pid}) to exit after SIGTERM" 20 bash -c "! kill -0 ${pid} 2>/dev/null" ||
+      kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$PIDFILE"
+}
+# pp-bench-* are the namespaces the benchmark made before it labelled them.
+old_namespaces() { "$KUBECTL" get namespace -o name | sed -n 's|^namespace/\(pp-bench-.*\)|\1|p'; }
+
+# An earlier, interrupted run: its operator and its namespaces.
+stop_operator
+delete_namespaces -l "$SELECTOR"
+mapfile -t old < <(old_namespaces)
+((${#old[@]} == 0)) || delete_namespaces "${old[@]}"
+
+on_exit "delete the bench's namespaces (-l ${SELECTOR}) and wait until they are gone" delete_namespaces -l "$SELECTOR"
+on_exit "stop the bench's operator" stop_operator
+PLAYPEN_BENCH_OPERATOR="${TARGET_DIR}/release/playpen-operator" \
+  PLAYPEN_BENCH_METRICS_ADDR="127.0.0.1:${PORT}" \
+  PLAYPEN_BENCH_OPERATOR_LOG="${LOGS}/bench-operator.log" \
+  PLAYPEN_BENCH_PIDFILE="$PIDFILE" \
+  run_child "${TARGET_DIR}/release/bench-operator" "$N" "$RATE"

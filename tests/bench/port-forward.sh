@@ -10,39 +10,37 @@
 # the Pod sends, upload = the host sends. The same server and client over
 # plain host loopback, in the same run, give the harness's own ceiling.
 # Prints median/min/max MiB/s per path and direction. Needs root and node on
-# the host; leaves the cluster running.
+# the host; leaves the cluster running and nothing in it (namespace
+# playpen-bench-pf is deleted on every exit).
 #   tests/bench/port-forward.sh [ROUNDS] [MIB]   (default 5 rounds of 256 MiB)
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROUNDS="${1:-5}"
 MIB="${2:-256}"
 NS=playpen-bench-pf
 POD_PORT=9000
 T0=$SECONDS
-log() { printf '[%s bench/port-forward.sh] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-NODE="$(command -v node)" || { log "ERROR: needs node on the host (the client)"; exit 1; }
-KUBECONFIG="$(tests/cluster/start-node.sh | tail -n 1)"
-export KUBECONFIG
+NODE="$(command -v node)" || die "needs node on the host (the client)"
+bench_node_cluster
 tests/imagebuild/setup.sh >/dev/null
 tests/e2e/images.sh --release
-# shellcheck source=tests/cluster/lib.sh
-KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
 k() { "$KUBECTL" --request-timeout=60s "$@"; }
 
 WORK="$(mktemp -d /tmp/pp-bench-pf.XXXXXX)"
+on_exit "remove ${WORK}" rm -rf "$WORK"
 PIDS=()
-cleanup() {
+stop_pids() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  k delete namespace "$NS" --ignore-not-found --timeout=90s >/dev/null 2>&1 || true
-  rm -rf "$WORK"
 }
-trap cleanup EXIT
-
 # A namespace left by a killed run may still be terminating.
-k delete namespace "$NS" --ignore-not-found --timeout=90s >/dev/null
+delete_namespaces "$NS"
+on_exit "delete namespace ${NS} and wait until it is gone" delete_namespaces "$NS"
+on_exit "stop the port-forwards and the host server" stop_pids
 k create namespace "$NS" >/dev/null
+k label namespace "$NS" playpen.dev/bench=port-forward >/dev/null
 k -n "$NS" create configmap pf-bench --from-file=port-forward.js=tests/bench/port-forward.js >/dev/null
 # The toleration lets the Pod onto the node tests/run.sh taints for the e2e suite.
 k -n "$NS" apply -f - >/dev/null <<EOF
@@ -65,15 +63,19 @@ spec:
     volumeMounts: [{name: bench, mountPath: /bench}]
   volumes: [{name: bench, configMap: {name: pf-bench}}]
 EOF
-"$KUBECTL" -n "$NS" wait pod/pf-server --for=condition=Ready --timeout=120s >/dev/null ||
-  { k -n "$NS" describe pod/pf-server >&2; k -n "$NS" logs pod/pf-server >&2 || true; exit 1; }
+"$KUBECTL" -n "$NS" wait pod/pf-server --for=condition=Ready --timeout=120s >/dev/null || {
+  log "ERROR: timed out after 120 s waiting for Pod ${NS}/pf-server (the transfer server) to be Ready"
+  k -n "$NS" describe pod/pf-server >&2
+  k -n "$NS" logs pod/pf-server >&2 || true
+  exit 1
+}
 # shellcheck disable=SC2016 # expanded inside the Pod
 log "pod ready: $(k -n "$NS" exec pf-server -- sh -c '"$PLAYPEN_NODE" --version') in the Pod, $("$NODE" --version) on the host"
 
 # Reference: the same server on the host, over loopback.
 "$NODE" tests/bench/port-forward.js serve 0 127.0.0.1 >"$WORK/host-server" &
 PIDS+=($!)
-until grep -q listening "$WORK/host-server" 2>/dev/null; do sleep 0.1; done
+wait_for "the host loopback server to listen" 30 grep -q listening "$WORK/host-server"
 host_port="$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$WORK/host-server")"
 log "host loopback: ${ROUNDS} x ${MIB} MiB each way"
 "$NODE" tests/bench/port-forward.js client 127.0.0.1 "$host_port" "$MIB" "$ROUNDS" "host loopback" >>"$WORK/rows"
@@ -87,13 +89,13 @@ port_forward() {
   pid=$!
   PIDS+=("$pid")
   until port="$(sed -n "s/^Forwarding from 127\.0\.0\.1:\([0-9]*\) -> ${POD_PORT}.*/\1/p" "$out" | head -n 1)" && [[ -n "$port" ]]; do
-    kill -0 "$pid" 2>/dev/null || { log "ERROR: kubectl port-forward exited: $(cat "$out")"; exit 1; }
-    ((SECONDS - t < 20)) || { log "ERROR: kubectl port-forward did not start: $(cat "$out")"; exit 1; }
+    kill -0 "$pid" 2>/dev/null || die "kubectl port-forward exited: $(cat "$out")"
+    ((SECONDS - t < 20)) || die "timed out after 20 s waiting for kubectl port-forward to print its local port: $(cat "$out")"
     sleep 0.2
   done
   log "${label}: ${ROUNDS} x ${MIB} MiB each way through 127.0.0.1:${port}"
   "$NODE" tests/bench/port-forward.js client 127.0.0.1 "$port" "$MIB" "$ROUNDS" "$label" >>"$WORK/rows" ||
-    { log "ERROR: transfer through port-forward failed; kubectl said: $(cat "$out")"; exit 1; }
+    die "transfer through port-forward failed; kubectl said: $(cat "$out")"
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   # Anything but the "Forwarding from"/"Handling connection" lines is worth seeing.

@@ -7,10 +7,15 @@
 # What the columns mean and what was measured: docs/session-runtime.md
 # (Benchmark).
 #   tests/bench/relay.sh
+# Leaves nothing behind: its files (100,000 for the retention pass) live in
+# a directory of its own, removed on every exit, and its socat relays are
+# stopped.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-# shellcheck source=../cluster/lib.sh
-. tests/cluster/lib.sh
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ensure_cmds socat:socat
 log "congestion control: $(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null || echo unknown) (see docs/session-runtime.md on BBR and cubic)"
-cargo run --release --locked -p playpen-session --example bench
+cargo build --release --locked -p playpen-session --example bench
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/pp-bench-relay.XXXXXX")"
+on_exit "remove ${WORK}" rm -rf "$WORK"
+TMPDIR="$WORK" run_child "${TARGET_DIR}/release/examples/bench"

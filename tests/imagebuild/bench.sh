@@ -6,19 +6,25 @@
 # same pinned playwright-core), the same Debian Chromium. Both are built in the
 # same run without the engine's cache; then ours is rebuilt from the unchanged
 # lock. Prints build times and sizes per layer.
+# Builds into this checkout's cargo target directory (CARGO_TARGET_DIR when
+# set); leaves nothing behind: its images (playpen/bench:ours and
+# :reference) and work directory are removed on every exit.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-log() { printf '[%s imagebuild/bench.sh] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../bench/lib.sh"
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 BASE="$(tests/imagebuild/setup.sh | tail -n 1)"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/work/target-imagebuild}"
 log "building playpen-imagebuild (release)"
-cargo build -q --release -p playpen-imagebuild
-BIN="$CARGO_TARGET_DIR/release/playpen-imagebuild"
-WORK="$(mktemp -d /var/tmp/playpen-bench.XXXXXX)"
-trap 'rm -rf "$WORK"' EXIT
+cargo build -q --release --locked -p playpen-imagebuild
+BIN="${TARGET_DIR}/release/playpen-imagebuild"
+WORK="$(mktemp -d "${TMPDIR:-/var/tmp}/playpen-bench.XXXXXX")"
+on_exit "remove ${WORK}" rm -rf "$WORK"
+IMAGES=(playpen/bench:ours playpen/bench:reference)
+remove_images() { docker image rm "${IMAGES[@]}" >/dev/null 2>&1 || true; }
+remove_images # an earlier, interrupted run's
+on_exit "remove the images ${IMAGES[*]}" remove_images
 
 sed "s|playpen/base:bookworm|$BASE|" imagebuild/examples/debian-chromium.yaml >"$WORK/bench.yaml"
 "$BIN" lock --spec "$WORK/bench.yaml" --lock "$WORK/bench.lock.json" 2>"$WORK/lock.log"
@@ -44,7 +50,7 @@ RUN /opt/playpen/node/bin/node /opt/playpen/cli/node_modules/playwright-core/cli
 RUN apt-get update && apt-get install -y --no-install-recommends chromium && rm -rf /var/lib/apt/lists/*
 DOCKERFILE
 t3=$(now)
-DOCKER_BUILDKIT=0 docker build --no-cache -q -t playpen/bench:reference "$WORK/ref" >/dev/null 2>"$WORK/ref.log" ||
+DOCKER_BUILDKIT=0 docker build --no-cache --force-rm -q -t playpen/bench:reference "$WORK/ref" >/dev/null 2>"$WORK/ref.log" ||
   { cat "$WORK/ref.log" >&2; exit 1; }
 t4=$(now)
 
