@@ -24,7 +24,8 @@
 //! cleanup; `PLAYPEN_BENCH_NAMESPACE` the namespaces' prefix
 //! (playpen-bench-operator: `-ideal` and `-operator`, labelled
 //! `playpen.dev/bench=operator`); `PLAYPEN_BENCH_CONCURRENCY` the ideal
-//! controller's concurrency (32, the operator's reconcile concurrency);
+//! controller's concurrency (the operator's reconcile concurrency,
+//! `RECONCILE_CONCURRENCY`);
 //! `PLAYPEN_BENCH_READY=1` also waits for Ready (needs nodes that run the
 //! Pods); `PLAYPEN_BENCH_SPEC` a JSON object merged into every session's
 //! spec (e.g. `{"pod":{"tolerations":[…]}}`); `PLAYPEN_BENCH_TIMEOUT`
@@ -115,7 +116,7 @@ impl Options {
                 .map(|s| s.parse())
                 .transpose()
                 .context("PLAYPEN_BENCH_CONCURRENCY")?
-                .unwrap_or(32),
+                .unwrap_or(usize::from(playpen_operator::controller::RECONCILE_CONCURRENCY)),
             ready: env("PLAYPEN_BENCH_READY").is_some_and(|v| v != "0"),
             spec,
             launch: Launch {

@@ -12,7 +12,7 @@
 #   PLAYPEN_BENCH_METRICS_PORT   the operator's /metrics port on 127.0.0.1 (default 18081)
 #   PLAYPEN_BENCH_READY=1        also wait for Ready (needs nodes that run the Pods)
 #   PLAYPEN_BENCH_SPEC='{...}'   merged into every session's spec (tolerations…)
-#   PLAYPEN_BENCH_CONCURRENCY    the ideal controller's concurrency (default 32, the operator's)
+#   PLAYPEN_BENCH_CONCURRENCY    the ideal controller's concurrency (default: the operator's, RECONCILE_CONCURRENCY)
 # Leaves nothing behind: its namespaces (label playpen.dev/bench=operator) are
 # deleted on every exit, and an earlier interrupted run's before it starts.
 set -euo pipefail

@@ -20,6 +20,6 @@ KUBECONFIG="$(tests/cluster/start-kwok.sh "$NODES" | tail -n 1)"
 export KUBECONFIG
 for n in "${ROUNDS[@]}"; do
   echo "== ${n} sessions on ${NODES} kwok nodes =="
-  # The ideal controller's concurrency follows the operator's (32).
+  # The ideal controller runs at the operator's reconcile concurrency.
   PLAYPEN_BENCH_READY=1 bash tests/bench/operator.sh "$n"
 done

@@ -49,11 +49,6 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Stores<K> {
         self.0.iter().find_map(|s| s.get(&key))
     }
 
-    /// Every object held, in every store.
-    pub fn all(&self) -> impl Iterator<Item = Arc<K>> + '_ {
-        self.0.iter().flat_map(Store::state)
-    }
-
     async fn ready(&self) {
         for store in &self.0 {
             // Err: the writer is gone (controller stopped); nothing to wait for.

@@ -88,11 +88,6 @@ impl Context {
         }
     }
 
-    /// Status writes whose watch event the cache has not delivered yet.
-    pub fn unseen_status_writes(&self) -> usize {
-        self.written.pending()
-    }
-
     /// Replaces failed Pods within `budget`.
     pub fn with_recovery(self, recovery: RecoveryBudget) -> Self {
         Self { recovery, ..self }
