@@ -94,7 +94,7 @@ pub fn stamp<K: Child>(obj: &K) -> Result<K> {
 /// Applies `obj` unless the cache shows it already as wanted: the same
 /// digest (nothing we build changed) and every field as we set it (no hand
 /// edit since).
-pub async fn ensure<K: Cached>(to: Target<'_>, obj: &K) -> Result<()> {
+pub async fn ensure<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<()> {
     let stamped = stamp(obj)?;
     if !cache::up_to_date(to.cache, to.namespace, &stamped) {
         apply(to, &stamped).await?;
@@ -235,7 +235,7 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
 }
 
 /// [`ensure`] for an optional child.
-async fn ensure_opt<K: Cached>(to: Target<'_>, obj: Option<&K>) -> Result<()> {
+async fn ensure_opt<K: Cached + Child>(to: Target<'_>, obj: Option<&K>) -> Result<()> {
     match obj {
         Some(obj) => ensure(to, obj).await,
         None => Ok(()),

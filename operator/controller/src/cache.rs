@@ -19,8 +19,6 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use serde_json::Value;
 
-use crate::apply::Child;
-
 /// One kind's stores: one per watched namespace (or one for all).
 #[derive(Clone)]
 pub struct Stores<K: Resource<DynamicType = ()> + Clone + 'static>(Vec<Store<K>>);
@@ -128,7 +126,7 @@ impl Caches {
 }
 
 /// A child kind the controller may hold in [`Caches`].
-pub trait Cached: Child + 'static {
+pub trait Cached: Resource<DynamicType = ()> + Clone + serde::Serialize + 'static {
     /// Its stores, when the controller watches the kind.
     fn stores(caches: &Caches) -> Option<&Stores<Self>>;
 }
@@ -150,7 +148,7 @@ cached!(NetworkPolicy, network_policies);
 cached!(PersistentVolumeClaim, claims);
 
 /// Secrets are not watched (a watch needs list on every Secret in the
-/// cluster); see [`crate::apply`].
+/// cluster); the apply phase reads them instead.
 impl Cached for Secret {
     fn stores(_: &Caches) -> Option<&Stores<Self>> {
         None

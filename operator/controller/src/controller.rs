@@ -379,7 +379,7 @@ fn cached<K>(
     stores: &mut cache::Stores<K>,
 ) -> impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static
 where
-    K: cache::Cached + Send + Sync + 'static,
+    K: cache::Cached + apply::Child + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
     stores.push(reader);
