@@ -61,11 +61,16 @@ impl Debug for Target<'_> {
 /// Server-side applies `obj`, [stamped](stamp) (force: this manager owns
 /// these fields).
 pub async fn apply<K: Child>(to: Target<'_>, obj: &K) -> Result<K> {
+    apply_stamped(to, &stamp(obj)?).await
+}
+
+/// [`apply`] for an object [`stamp`] already made (the callers that compare
+/// before they write): the digest is computed once.
+async fn apply_stamped<K: Child>(to: Target<'_>, obj: &K) -> Result<K> {
     let Target { client, fence, namespace, .. } = to;
     if !fence.is_open() {
         return Err(Error::NotLeader);
     }
-    let obj = &stamp(obj)?;
     let name = obj.name_any();
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(obj)).await.map_err(|source| Error::Kube {
@@ -97,7 +102,7 @@ pub fn stamp<K: Child>(obj: &K) -> Result<K> {
 pub async fn ensure<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<()> {
     let stamped = stamp(obj)?;
     if !cache::up_to_date(to.cache, to.namespace, &stamped) {
-        apply(to, &stamped).await?;
+        apply_stamped(to, &stamped).await?;
     }
     Ok(())
 }
@@ -191,7 +196,7 @@ async fn ensure_secret(to: Target<'_>, desired: Option<&Secret>, seen: Seen) -> 
             return Ok(());
         }
     }
-    apply(to, desired).await?;
+    apply_stamped(to, desired).await?;
     seen_lately(to);
     Ok(())
 }
@@ -210,7 +215,7 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
     let ports = |s: &Service| s.spec.as_ref().and_then(|s| s.ports.clone()).unwrap_or_default();
     let key = |p: &ServicePort| (p.name.clone(), p.port, p.protocol.clone().unwrap_or_else(|| "TCP".into()));
     let want = ports(desired);
-    match apply(to, desired).await {
+    match apply_stamped(to, desired).await {
         Ok(live) if want.iter().map(key).eq(ports(&live).iter().map(key)) => return Ok(()),
         Ok(_) => {}
         Err(Error::Kube { source, .. }) if matches!(*source, kube::Error::Api(ref s) if s.code == 422) => {}
@@ -231,7 +236,7 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
         name,
         source: Box::new(source),
     })?;
-    apply(to, desired).await.map(drop)
+    apply_stamped(to, desired).await.map(drop)
 }
 
 /// [`ensure`] for an optional child.
