@@ -80,6 +80,7 @@ async fn a_session_costs_seven_writes_to_ready_and_a_resync_costs_none() -> anyh
     // Five children, each once; the status when they are made, at the
     // scheduler's verdict (if any) and at Ready: 7 without a verdict.
     ensure!(children.len() == 5 && objects - statuses == 5, "each child once: {operator:#?}");
+    ensure!(events == 0, "no Event for a session that needs no attention: {operator:#?}");
     ensure!(statuses <= 2 + verdict, "{statuses} status writes (target {}): {operator:#?}", 2 + verdict);
 
     // A change that asks for nothing (an annotation) is reconciled with no write.

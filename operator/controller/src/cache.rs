@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Resource, ResourceExt};
+use kube::Resource;
 use serde_json::Value;
 
 /// One kind's stores: one per watched namespace (or one for all).
@@ -155,12 +155,6 @@ impl Cached for Secret {
     }
 }
 
-/// Whether the cached `namespace/name` already has all `desired` holds.
-pub fn up_to_date<K: Cached>(caches: &Caches, namespace: &str, desired: &K) -> bool {
-    let Some(live) = K::stores(caches).and_then(|s| s.get(namespace, &desired.name_any())) else { return false };
-    matches(&*live, desired)
-}
-
 /// Whether `live` has every field `desired` sets, with the same value.
 pub fn matches<K: serde::Serialize>(live: &K, desired: &K) -> bool {
     match (serde_json::to_value(live), serde_json::to_value(desired)) {
@@ -229,14 +223,10 @@ mod tests {
     }
 
     #[test]
-    fn a_miss_is_never_up_to_date() {
+    fn secrets_are_never_cached_and_an_empty_cache_holds_nothing() {
         let caches = Caches::default();
-        let map = ConfigMap {
-            metadata: kube::api::ObjectMeta { name: Some("m".into()), ..Default::default() },
-            ..ConfigMap::default()
-        };
-        assert!(!up_to_date(&caches, "ns", &map));
-        assert!(!up_to_date(&caches, "ns", &Secret::default()), "Secrets are never cached");
+        assert!(ConfigMap::stores(&caches).is_some_and(|s| s.get("ns", "m").is_none()));
+        assert!(Secret::stores(&caches).is_none(), "Secrets are not watched");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{EventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::{MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
@@ -110,18 +110,11 @@ fn previous_condition<'a>(
     bs.status.as_ref()?.conditions.iter().find(|c| c.type_ == type_)
 }
 
-/// Events for what changed between the stored status and the new one.
-async fn publish_events(ctx: &Context, bs: &BrowserSession, id: &Identity, new: &BrowserSessionStatus) {
-    let first_time = bs.status.as_ref().and_then(|s| s.pod_name.as_ref()).is_none();
-    if first_time && new.pod_name.is_some() {
-        ctx.publish(
-            bs,
-            EventType::Normal,
-            "Created",
-            format!("created browser Pod {} for session {}", id.names.pod, id.session_name),
-        )
-        .await;
-    }
+/// Events for what changed between the stored status and the new one:
+/// what needs a human's attention. Not one per created Pod: the status says
+/// which Pod and since when (and the Pod has its own Events), and in a burst
+/// that Event was one write in seven.
+async fn publish_events(ctx: &Context, bs: &BrowserSession, new: &BrowserSessionStatus) {
     if bs.spec.sandbox == SandboxMode::Disabled && previous_condition(bs, condition::SANDBOX_ENFORCED).is_none() {
         ctx.publish(
             bs,
@@ -146,15 +139,19 @@ async fn publish_events(ctx: &Context, bs: &BrowserSession, id: &Identity, new: 
 /// caught by [`Written`], not by waiting.
 pub const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(20);
 
-/// Reconciles in flight at once. A first reconcile waits for three round
-/// trips in a row (the children, the Pod, the status), so at the 32 of an
-/// ideal controller that creates the children in one the API server idles
-/// between them; measured with tests/bench/operator.sh, burst of 1,000.
+/// Reconciles in flight at once (the others wait their turn in order). A
+/// first reconcile waits for three round trips in a row (the children, the
+/// Pod, the status), so at the 32 of an ideal controller that creates the
+/// children in one the API server idles between them; measured with
+/// tests/bench/operator.sh, burst of 1,000.
 pub const RECONCILE_CONCURRENCY: u16 = 96;
 
 /// How soon a reconcile that read a session older than its own last status
-/// write looks again (the watch event is usually milliseconds away).
-const STALE_REQUEUE: Duration = Duration::from_millis(50);
+/// write looks again if nothing wakes it first. Its own write's watch event
+/// wakes it (a controller reconciles on every event of a session), which in
+/// a burst may be seconds away: polling at 50 ms made 37 reconciles per
+/// session in a burst of 1,000, all of them waiting for that event.
+const STALE_REQUEUE: Duration = Duration::from_secs(2);
 
 /// How often a session waiting on an empty pool looks again without being
 /// woken: the wake-up is a ready pool Pod ([`claim::wake`]); this covers
@@ -218,11 +215,15 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // apply
     let done = bs.status.as_ref().and_then(|s| s.pod_replacements.as_ref());
     let gave_up = done.is_some_and(|d| d.gave_up);
+    // A claim this reconcile made with nothing for the browser to load
+    // first (no auth state) is Ready now: its status is written while the
+    // Pod's mounts become the session's (see `settle_claim`).
+    let fresh_claim = pooled.as_ref().is_some_and(|p| p.decided && matches!(p.source, Source::Claimed(_)));
+    let early = fresh_claim && session.spec.auth_state.is_none();
     let pod = match pooled.as_ref().map(|p| &p.source) {
+        Some(Source::Claimed(pod)) if early => Some((**pod).clone()),
         Some(Source::Claimed(pod)) => {
-            apply::apply_all_but_the_pod(target, &children, apply::Seen::Before).await?;
-            let lacking = claim::deliver::deliver(target, session, id, pod, &children.runtime_config).await?;
-            missing.extend(lacking);
+            missing.extend(settle_claim(target, session, id, pod, &children, fresh_claim).await?);
             Some((**pod).clone())
         }
         _ => {
@@ -241,8 +242,16 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     }
     // Independent requests, at once: a reconcile holds one of the
     // controller's concurrency slots for as many round trips as it waits.
-    let ((), written) = futures::join!(publish_events(&ctx, &bs, id, &new), write_status(&ctx, &bs, id, new.clone()));
+    let settle = async {
+        match pod.as_ref().filter(|_| early) {
+            Some(pod) => settle_claim(target, session, id, pod, &children, true).await.map(drop),
+            None => Ok(()),
+        }
+    };
+    let ((), written, settled) =
+        futures::join!(publish_events(&ctx, &bs, &new), write_status(&ctx, &bs, id, new.clone()), settle);
     written?;
+    settled?;
     // Only from the reconcile that chose the browser: a later one (even
     // with a cache that has not seen this status yet) finds it already there.
     if let (Some(pooled), Some(pool_ref)) = (pooled.as_ref().filter(|p| p.decided), &bs.spec.pool) {
@@ -258,6 +267,27 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         (_, Some(Phase::Failed)) if !missing.is_empty() => Action::requeue(Duration::from_secs(10)),
         _ => Action::requeue(Duration::from_secs(300)),
     })
+}
+
+/// Makes a claimed Pod's mounts the session's: re-owned from the pool when
+/// this reconcile claimed it (`fresh`: its isolation and viewer are in place
+/// already), applied as the session builds them, delivered to the browser.
+/// Returns the key the session's auth state Secret lacks, if it does.
+async fn settle_claim(
+    target: apply::Target<'_>,
+    session: &BrowserSession,
+    id: &Identity,
+    pod: &Pod,
+    children: &children::Children,
+    fresh: bool,
+) -> Result<Option<validate::MissingReference>> {
+    if fresh {
+        claim::rehome(target, id).await?;
+        apply::apply_mounted(target, children, apply::Seen::Before).await?;
+    } else {
+        apply::apply_all_but_the_pod(target, children, apply::Seen::Before).await?;
+    }
+    claim::deliver::deliver(target, session, id, pod, &children.runtime_config).await
 }
 
 /// A pooled session that cannot run: its status says why; the pool (not
@@ -299,11 +329,18 @@ async fn write_status(ctx: &Context, bs: &BrowserSession, id: &Identity, new: Br
         return Err(Error::NotLeader);
     }
     let api: Api<BrowserSession> = Api::namespaced(ctx.client.clone(), &id.namespace);
-    let patch = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "status": new});
-    let written = api
-        .patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch))
-        .await
-        .map_err(Error::kube("patch status", "BrowserSession", &id.namespace, &id.name))?;
+    // The status is computed whole, so it is written whole: a JSON patch
+    // replaces it (fields it no longer has go too) and costs the API
+    // server less than a server-side apply, which merges per field.
+    let patch: json_patch::Patch = serde_json::from_value(json!([{"op": "add", "path": "/status", "value": new}]))
+        .map_err(|source| Error::Serialize { what: "a status patch", source })?;
+    let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
+    let written = api.patch_status(&id.name, &params, &Patch::Json::<()>(patch)).await.map_err(Error::kube(
+        "patch status",
+        "BrowserSession",
+        &id.namespace,
+        &id.name,
+    ))?;
     ctx.written.record(&id.owner.uid, written.meta().resource_version.as_deref());
     Ok(())
 }
@@ -405,7 +442,11 @@ fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches)
     // those that arrive within the debounce, or while its reconcile runs,
     // are folded into one more. The concurrency bound caps memory and API
     // pressure when a thousand sessions arrive at once.
-    let config = controller::Config::default().debounce(RECONCILE_DEBOUNCE).concurrency(RECONCILE_CONCURRENCY);
+    // No limit here: kube's runner, at its limit, parks the objects that
+    // wait in a hash set and takes them in hash order, so in a burst some
+    // waited for the whole burst (p99 19 s where p50 was 3 s). The limit is
+    // a fair semaphore in `run_with` instead: first come, first reconciled.
+    let config = controller::Config::default().debounce(RECONCILE_DEBOUNCE);
     // The sessions' own cache drops managed fields too: at 10,000 sessions
     // they are a good part of the operator's memory, and nothing reads them.
     let (reader, writer) = reflector::store();
@@ -453,18 +494,34 @@ pub async fn run_with<R, F>(
     let controllers: Vec<_> = targets.iter().map(|ns| controller_for(&ctx.client, *ns, &mut caches)).collect();
     ctx.set_caches(caches);
     let stores = controllers.iter().map(Controller::store).collect();
+    let slots = Arc::new(tokio::sync::Semaphore::new(usize::from(RECONCILE_CONCURRENCY)));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let runs = controllers.into_iter().map(|c| {
         let mut stop = stop_rx.clone();
+        let store = c.store();
         c.graceful_shutdown_on(async move {
             let _ = stop.wait_for(|s| *s).await;
         })
         .run(
             {
                 let reconciler = reconciler.clone();
+                let slots = slots.clone();
                 move |bs: Arc<BrowserSession>, ctx: Arc<Context>| {
-                    let attempt = reconciler(bs, ctx.clone());
-                    async move { guard::catch_panics(attempt, &ctx.metrics).await }
+                    let (reconciler, slots, store) = (reconciler.clone(), slots.clone(), store.clone());
+                    async move {
+                        // Never closed; were it, reconciling unbounded beats not at all.
+                        let _slot = slots.acquire_owned().await.ok();
+                        // The session as it is now, not as when it began to wait
+                        // (gone meanwhile: its owner references clean up).
+                        let Some(bs) = store.get(&ObjectRef::from_obj(&*bs)) else {
+                            return Ok(Action::await_change());
+                        };
+                        // Boxed: every session waiting for a slot holds this
+                        // future, whose size would otherwise include the whole
+                        // reconcile's (1,000 waiting: +70 MiB RSS, measured).
+                        let attempt = Box::pin(reconciler(bs, ctx.clone()));
+                        guard::catch_panics(attempt, &ctx.metrics).await
+                    }
                 }
             },
             error_policy,

@@ -4,7 +4,8 @@
 //!
 //! Phases, one module each: [`validate`] (dereference what the spec names)
 //! → [`claim`] (a pooled session's warm Pod, or its cold start)
-//! → [`children`] (pure objects) → [`apply`] (server-side apply) →
+//! → [`children`] (pure objects) → [`apply`] (create, or server-side
+//! apply with [`ownership`] handed over) →
 //! [`recovery`] (pure: replace a failed Pod, or give up) →
 //! [`status`] (pure status from what the cluster reports). [`controller`]
 //! wires them to kube-rs; [`pool`] keeps BrowserPools' warm browsers (its
@@ -24,6 +25,7 @@ pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod operator;
+pub mod ownership;
 pub mod pool;
 pub mod recovery;
 pub mod status;

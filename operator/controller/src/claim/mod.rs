@@ -150,10 +150,19 @@ pub async fn resolve(
     let ns = to.namespace;
     let pools: Api<BrowserPool> = Api::namespaced(to.client.clone(), ns);
     let uid = bs.meta().uid.clone().unwrap_or_default();
-    // Independent reads, at once: a claim's latency is counted in round trips.
+    // Independent reads, at once: a claim's latency is counted in round
+    // trips. A session whose status names no Pod yet will likely claim:
+    // the pool's warm Pods are listed with the rest, not after.
     let pool =
         async { pools.get_opt(&pool_ref.name).await.map_err(Error::kube("get", "BrowserPool", ns, &pool_ref.name)) };
-    let (pool, own) = futures::try_join!(pool, own_pod(to, bs, id, &uid))?;
+    let unplaced = bs.status.as_ref().and_then(|s| s.pod_name.as_ref()).is_none();
+    let warm = async {
+        match unplaced {
+            true => warm_pods(to, &pool_ref.name).await.map(Some),
+            false => Ok(None),
+        }
+    };
+    let (pool, own, warm) = futures::try_join!(pool, own_pod(to, bs, id, &uid), warm)?;
     let Some(pool) = pool else {
         return Ok(Err(Refusal::PoolNotFound(pool_ref.name.clone())));
     };
@@ -177,7 +186,7 @@ pub async fn resolve(
         Some(_) => previous_cold(bs),
         None => match effective::cold_start_reason(&bs.spec) {
             Some(message) => Source::Cold { reason: ColdReason::NeedsColdStart, message },
-            None => match claim(to, &pool, bs, id, &session, settings).await? {
+            None => match claim(to, &pool, warm, bs, id, &session, settings).await? {
                 Claim::Took(pod) => Source::Claimed(pod),
                 Claim::NoneReady { warming } => when_none_ready(&pool_ref.name, pool.spec.when_empty, warming),
             },
@@ -253,12 +262,22 @@ enum Claim {
     NoneReady { warming: usize },
 }
 
-/// Takes a ready warm Pod for the session, if the pool has one: the
-/// session's NetworkPolicy first, then the Pod (labels and owner, under its
-/// resourceVersion), then its Secret and ConfigMap's owner.
+/// The unclaimed Pods of pool `pool_name`, as the API server has them now.
+async fn warm_pods(to: Target<'_>, pool_name: &str) -> Result<Vec<Pod>> {
+    let pods: Api<Pod> = Api::namespaced(to.client.clone(), to.namespace);
+    let warm = ListParams::default().labels(&format!("{POOL_LABEL}={pool_name},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
+    Ok(pods.list(&warm).await.map_err(Error::kube("list", "Pod", to.namespace, pool_name))?.items)
+}
+
+/// Takes a ready warm Pod for the session, if the pool has one (of
+/// `listed`, read with the pool, or listed now): the session's
+/// NetworkPolicy and viewer Service first, then the Pod (labels and
+/// owner, under its resourceVersion). Its Secret and ConfigMap are the
+/// caller's to re-own ([`rehome`]).
 async fn claim(
     to: Target<'_>,
     pool: &BrowserPool,
+    listed: Option<Vec<Pod>>,
     bs: &BrowserSession,
     id: &Identity,
     session: &BrowserSession,
@@ -267,8 +286,10 @@ async fn claim(
     let ns = to.namespace;
     let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
     let pool_name = pool.name_any();
-    let warm = ListParams::default().labels(&format!("{POOL_LABEL}={pool_name},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
-    let candidates = pods.list(&warm).await.map_err(Error::kube("list", "Pod", ns, &pool_name))?.items;
+    let candidates = match listed {
+        Some(listed) => listed,
+        None => warm_pods(to, &pool_name).await?,
+    };
     let hash = crate::pool::warm::template_hash(&pool.spec.template)?;
     let pool_uid = pool.meta().uid.clone().unwrap_or_default();
     let order = pick::order(&candidates, &pool_uid, &hash, salt(bs));
@@ -276,9 +297,11 @@ async fn claim(
     if order.is_empty() {
         return Ok(none_ready);
     }
-    // The egress policy the session asks for, in place before any Pod carries its labels.
+    // The egress policy the session asks for, in place before any Pod
+    // carries its labels; the viewer Service with it, so that a session
+    // said Ready is viewable (both are the session's, whichever Pod).
     let children = crate::children::build(session, id, settings)?;
-    crate::apply::apply(to, &children.network_policy).await?;
+    crate::apply::apply_isolation_and_viewer(to, &children).await?;
     let mut labels = child_labels(&id.name, COMPONENT_BROWSER);
     labels.insert(POOL_LABEL.to_owned(), pool_name.clone());
     labels.insert(POOL_STATE_LABEL.to_owned(), POOL_STATE_CLAIMED.to_owned());
@@ -299,10 +322,7 @@ async fn claim(
                 "ownerReferences": [id.owner],
             }});
             match pods.patch(&name, &params, &Patch::Merge(&patch)).await {
-                Ok(pod) => {
-                    rehome(to, &claimed_identity(id, &pod)).await?;
-                    return Ok(Claim::Took(Box::new(pod)));
-                }
+                Ok(pod) => return Ok(Claim::Took(Box::new(pod))),
                 Err(kube::Error::Api(s)) if s.code == 409 => {
                     match pods.get_opt(&name).await.map_err(Error::kube("get", "Pod", ns, &name))? {
                         Some(fresh) if pick::claimable(&fresh, &pool_uid, &hash) => seen = fresh,
@@ -368,6 +388,39 @@ pub async fn rehome(to: Target<'_>, claimed: &Identity) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use playpen_api::v1alpha1::BrowserSessionSpec;
+
+    #[test]
+    fn a_claimed_pod_gets_the_policy_and_viewer_built_before_the_claim() {
+        // The claim applies them with the session's own identity, before it
+        // knows the Pod; the reconciles after it build them with the
+        // claimed identity: the same objects, or each would write again.
+        let spec = serde_json::from_value::<BrowserSessionSpec>(json!({"image": "i"})).unwrap();
+        let mut bs = BrowserSession::new("shop", spec);
+        bs.metadata.namespace = Some("team".into());
+        bs.metadata.uid = Some("uid-1".into());
+        let id = Identity::of(&bs).unwrap();
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("agents-abc123-x1y2z".into());
+        pod.metadata.annotations = Some(
+            [
+                (WARM_NAME_ANNOTATION, "agents-abc123-x1y2z"),
+                (WARM_SESSION_NAME_ANNOTATION, "warm-cli"),
+                (WARM_SOCKET_NAMESPACE_ANNOTATION, "0badcafe"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        );
+        let claimed = claimed_identity(&id, &pod);
+        let settings = Settings::default();
+        let before = crate::children::build(&bs, &id, &settings).unwrap();
+        let after = crate::children::build(&bs, &claimed, &settings).unwrap();
+        assert_eq!(before.network_policy, after.network_policy);
+        assert!(before.viewer_service.is_some());
+        assert_eq!(before.viewer_service, after.viewer_service);
+        assert_ne!(before.runtime_config.metadata.name, after.runtime_config.metadata.name, "the Pod's own");
+    }
 
     #[test]
     fn an_empty_pool_starts_the_session_cold_or_makes_it_wait_as_the_pool_says() {
