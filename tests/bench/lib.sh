@@ -137,8 +137,8 @@ install_bench_chart() {
     --set "watchNamespaces={${ns}}" --set logFormat=text \
     --set seccompProfileInstaller.enabled=true,seccompProfileInstaller.image.repository=playpen/base \
     --set seccompProfileInstaller.image.tag=bookworm,seccompProfileInstaller.image.pullPolicy=Never >/dev/null; then
-    log "ERROR: timed out after ${timeout} s waiting for the chart's operator (and its seccomp installer) in" \
-      "namespace ${BENCH_RELEASE_NS} to be ready. Its Pods and their latest events:"
+    log "ERROR: helm could not install the chart (its error is above), or the chart's operator (and its seccomp" \
+      "installer) in namespace ${BENCH_RELEASE_NS} was not ready within ${timeout} s. Its Pods and their latest events:"
     "$KUBECTL" -n "$BENCH_RELEASE_NS" get pods -o wide >&2 || true
     "$KUBECTL" -n "$BENCH_RELEASE_NS" get events --sort-by=.lastTimestamp 2>/dev/null | tail -n 10 >&2 || true
     log "a Pod that cannot be scheduled usually means the node is full: look for Pods other benchmarks left" \
