@@ -175,14 +175,25 @@ async fn look<K: Cached + Child>(to: Target<'_>, stamped: &K) -> Result<Found> {
 
 /// POSTs `stamped`; when it exists already, reads it and compares.
 async fn create_or_compare<K: Child>(to: Target<'_>, stamped: &K) -> Result<Found> {
-    if create_stamped(to, stamped).await?.is_some() {
-        return Ok(Found::Created);
+    Ok(match create_or_read(to, stamped).await? {
+        (_, true) => Found::Created,
+        (Some(live), false) if cache::matches(&live, stamped) => Found::AsWanted,
+        _ => Found::Differs,
+    })
+}
+
+/// POSTs `stamped`; when it exists already, reads it. Returns the object as
+/// the API server has it (`None`: deleted since the refused create) and
+/// whether this call created it.
+async fn create_or_read<K: Child>(to: Target<'_>, stamped: &K) -> Result<(Option<K>, bool)> {
+    if let Some(created) = create_stamped(to, stamped).await? {
+        return Ok((Some(created), true));
     }
     let name = stamped.name_any();
     let api: Api<K> = Api::namespaced(to.client.clone(), to.namespace);
     let kind = <K as k8s_openapi::Resource>::KIND;
     let live = api.get_opt(&name).await.map_err(Error::kube("get", kind, to.namespace, &name))?;
-    Ok(if live.is_some_and(|live| cache::matches(&live, stamped)) { Found::AsWanted } else { Found::Differs })
+    Ok((live, false))
 }
 
 /// Creates `obj` (stamped already) with a plain POST under this operator's
@@ -197,26 +208,17 @@ pub async fn create_stamped<K: Child>(to: Target<'_>, obj: &K) -> Result<Option<
     match api.create(&params, obj).await {
         Ok(created) => Ok(Some(created)),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
-        Err(source) => Err(Error::Kube {
-            action: "create",
-            kind: <K as k8s_openapi::Resource>::KIND,
-            namespace: namespace.to_owned(),
-            name: obj.name_any(),
-            source: Box::new(source),
-        }),
+        Err(source) => {
+            Err(Error::kube("create", <K as k8s_openapi::Resource>::KIND, namespace, &obj.name_any())(source))
+        }
     }
 }
 
 /// Creates the Pod, or reads it when it exists already (a Pod is never
-/// re-applied: see [`apply_children`]).
-async fn create_the_pod(to: Target<'_>, pod: &Pod) -> Result<Pod> {
-    let stamped = stamp(pod)?;
-    if let Some(created) = create_stamped(to, &stamped).await? {
-        return Ok(created);
-    }
-    let name = stamped.name_any();
-    let pods: Api<Pod> = Api::namespaced(to.client.clone(), to.namespace);
-    pods.get(&name).await.map_err(Error::kube("get", "Pod", to.namespace, &name))
+/// re-applied: see [`apply_children`]). Deleted between the two: created
+/// by the next reconcile, which the deletion wakes.
+async fn create_the_pod(to: Target<'_>, pod: &Pod) -> Result<Option<Pod>> {
+    Ok(create_or_read(to, &stamp(pod)?).await?.0)
 }
 
 /// Whether the children were applied before: a launch Secret is then read
@@ -254,7 +256,7 @@ pub async fn apply_children(
     }
     if !recorded {
         apply_all_but_the_pod(to, children, Seen::Unknown).await?;
-        return if create_pod { create_the_pod(to, &children.pod).await.map(Some) } else { Ok(None) };
+        return if create_pod { create_the_pod(to, &children.pod).await } else { Ok(None) };
     }
     // Everything the Pod mounts or is isolated by, in parallel (independent
     // objects), and the existing Pod; only then the Pod itself.
@@ -271,7 +273,7 @@ pub async fn apply_children(
     let (existing, ()) = futures::try_join!(existing, apply_all_but_the_pod(to, children, Seen::Unknown))?;
     match existing {
         Some(pod) => Ok(Some(pod)),
-        None if create_pod => create_the_pod(to, &children.pod).await.map(Some),
+        None if create_pod => create_the_pod(to, &children.pod).await,
         None => Ok(None),
     }
 }
