@@ -13,7 +13,7 @@ use kube::Client;
 use playpen_tests::{eventually, TestNamespace};
 use serde_json::json;
 
-use crate::kubectl::helm;
+use crate::kubectl::{helm, kubectl};
 
 /// The browser image tests/e2e/images.sh builds with playpen-imagebuild.
 pub const BROWSER_IMAGE: &str = "playpen/browser:dev";
@@ -93,7 +93,13 @@ pub async fn install_release(client: &Client, release: &str, sets: &[&str]) -> a
     for set in sets {
         args.extend(["--set", set]);
     }
-    helm(&args).await?.ok("helm install")?;
+    let installed = helm(&args).await?.ok("helm install");
+    if let Err(failed) = installed {
+        // helm says only "context deadline exceeded": what did not become
+        // ready, and why, is in the release namespace's Pods and Events.
+        let why = what_is_not_ready(&system.name).await;
+        return Err(failed.context(format!("the release namespace {} at the timeout:\n{why}", system.name)));
+    }
     let (fixture_url, internal_url, other_namespace_url) = tokio::try_join!(
         start_fixture(client, &team_a.name, "fixture"),
         start_fixture(client, &team_a.name, "internal"),
@@ -108,6 +114,25 @@ pub async fn install_release(client: &Client, release: &str, sets: &[&str]) -> a
         internal_url,
         other_namespace_url,
     })
+}
+
+/// The node, the Pods of `namespace` and its Events: why a rollout did not
+/// finish. Best effort: a failure to read them is printed instead.
+async fn what_is_not_ready(namespace: &str) -> String {
+    let mut report = String::new();
+    let commands: [&[&str]; 3] = [
+        &["get", "nodes", "-o", "wide"],
+        &["get", "pods,daemonsets,deployments", "-o", "wide", "-n", namespace],
+        &["get", "events", "--sort-by=.lastTimestamp", "-n", namespace],
+    ];
+    for args in commands {
+        let printed = match kubectl(args).await {
+            Ok(out) => format!("{}{}", out.stdout, out.stderr),
+            Err(e) => format!("{e:#}"),
+        };
+        report.push_str(&format!("$ kubectl {}\n{printed}\n", args.join(" ")));
+    }
+    report
 }
 
 /// `helm uninstall` (the CRD stays: resource-policy keep), then the
