@@ -420,7 +420,7 @@ where
 {
     let (reader, writer) = reflector::store();
     stores.push(reader);
-    watcher(api, config).default_backoff().modify(cache::slim).reflect(writer).touched_objects()
+    watcher(api, config).default_backoff().modify(cache::slim_child).reflect(writer).touched_objects()
 }
 
 fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches) -> Controller<BrowserSession> {
