@@ -16,12 +16,5 @@ bench_node_cluster
 tests/imagebuild/setup.sh >/dev/null
 tests/e2e/images.sh --release
 cargo build --release --locked -p playpen-tests --bin bench-cold-start
-# An earlier, interrupted run's sessions and Pods take the node's room.
-delete_namespaces "$NS"
-"$KUBECTL" create namespace "$NS" >/dev/null
-"$KUBECTL" label namespace "$NS" playpen.dev/bench=cold-start >/dev/null
-# The chart binds its operator's Role in the namespace it watches: NS exists first.
-install_bench_chart "$NS" || { delete_namespaces "$NS"; exit 1; }
-# Registered last, so run first: the sessions go while their operator still runs.
-on_exit "delete namespace ${NS} (sessions, plain Pods) and wait until it is gone" delete_namespaces "$NS"
+install_bench_chart "$NS" cold-start "sessions, plain Pods"
 run_child "${TARGET_DIR}/release/bench-cold-start" "$N" "$NS"

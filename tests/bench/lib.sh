@@ -123,13 +123,22 @@ _uninstall_bench_chart() {
   delete_namespaces "$BENCH_RELEASE_NS"
 }
 
+# install_bench_chart NS BENCH WHAT: a fresh namespace NS (label
+# playpen.dev/bench=BENCH) and the chart's operator watching it; on exit NS
+# (holding WHAT) goes first, while its operator still runs, then the chart.
 install_bench_chart() {
-  local ns="$1" timeout="${PLAYPEN_BENCH_CHART_TIMEOUT:-300}"
+  local ns="$1" bench="$2" what="$3" timeout="${PLAYPEN_BENCH_CHART_TIMEOUT:-300}"
   HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
-  # An earlier, interrupted run's release.
+  # An earlier, interrupted run's release and namespace: nothing of it
+  # competes for the node.
   _uninstall_bench_chart
   on_exit "uninstall the chart (release ${BENCH_RELEASE}) and delete namespace ${BENCH_RELEASE_NS}" \
     _uninstall_bench_chart
+  delete_namespaces "$ns"
+  # The chart binds its operator's Role in the namespace it watches: it exists first.
+  "$KUBECTL" create namespace "$ns" >/dev/null
+  on_exit "delete namespace ${ns} (${what}) and wait until it is gone" delete_namespaces "$ns"
+  "$KUBECTL" label namespace "$ns" "playpen.dev/bench=${bench}" >/dev/null
   log "installing the chart (release ${BENCH_RELEASE}), waiting up to ${timeout} s for its operator to be ready"
   if ! "$HELM" upgrade --install "$BENCH_RELEASE" charts/playpen -n "$BENCH_RELEASE_NS" --create-namespace \
     --take-ownership --wait --timeout "${timeout}s" \

@@ -18,12 +18,5 @@ bench_node_cluster
 tests/imagebuild/setup.sh >/dev/null
 tests/e2e/images.sh --release
 cargo build --release --locked -p playpen-tests --bin bench-pool
-# A clean start: nothing of an earlier run competes for the node.
-delete_namespaces "$NS"
-"$KUBECTL" create namespace "$NS" >/dev/null
-"$KUBECTL" label namespace "$NS" playpen.dev/bench=pool >/dev/null
-# The chart binds its operator's Role in the namespace it watches: NS exists first.
-install_bench_chart "$NS" || { delete_namespaces "$NS"; exit 1; }
-# Registered last, so run first: the pool and sessions go while their operator still runs.
-on_exit "delete namespace ${NS} (pool, sessions, Pods) and wait until it is gone" delete_namespaces "$NS"
+install_bench_chart "$NS" pool "pool, sessions, Pods"
 run_child "${TARGET_DIR}/release/bench-pool" "$N" "$BURST" "$NS"
