@@ -7,6 +7,7 @@ use anyhow::{bail, ensure, Context as _};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use playpen_api::naming::APPLIED_ANNOTATION;
 use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
@@ -171,6 +172,21 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
     eventually(WAIT, || async {
         let now = ports(svcs.get("demo-view").await?);
         ensure!(now == vec![9323], "the viewer port was not put back: {now:?}");
+        Ok(())
+    })
+    .await?;
+    // A hand edit that keeps the operator's digest stamp is put back too: the
+    // operator caches this child as metadata and reads it whole once its
+    // resourceVersion is not the one it last saw as wanted.
+    let stamp = |cm: &ConfigMap| cm.metadata.annotations.as_ref().and_then(|a| a.get(APPLIED_ANNOTATION)).cloned();
+    let built = cms.get("demo-runtime").await?;
+    let edited = cms
+        .patch("demo-runtime", &PatchParams::default(), &Patch::Merge(json!({"data": {"runtime.json": "{}"}})))
+        .await?;
+    assert_eq!(stamp(&edited), stamp(&built), "the edit kept the stamp");
+    eventually(WAIT, || async {
+        let now = cms.get("demo-runtime").await?;
+        ensure!(now.data == built.data, "the runtime ConfigMap's data was not put back: {:?}", now.data);
         Ok(())
     })
     .await?;

@@ -20,6 +20,7 @@ use playpen_api::naming::{applied_digest, APPLIED_ANNOTATION, MANAGER};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::cache::applied::Verdict;
 use crate::cache::{self, Cached, Caches};
 use crate::children::Children;
 use crate::error::{Error, Result};
@@ -139,13 +140,26 @@ pub fn stamp<K: Child>(obj: &K) -> Result<K> {
     Ok(stamped)
 }
 
+/// The digest [`stamp`] put on `stamped`.
+fn digest_of<K: Resource>(stamped: &K) -> &str {
+    stamped.meta().annotations.as_ref().and_then(|a| a.get(APPLIED_ANNOTATION)).map_or("", String::as_str)
+}
+
+/// Records that `obj`, as the API server returned it, is as wanted at its
+/// resourceVersion: until it changes, a reconcile trusts it unread.
+fn remember<K: Cached>(to: Target<'_>, obj: &K) {
+    if let Some(applied) = K::applied(to.cache) {
+        applied.verified(to.namespace, &obj.name_any(), obj.meta().resource_version.as_deref());
+    }
+}
+
 /// Applies `obj` unless the cache shows it already as wanted: the same
-/// digest (nothing we build changed) and every field as we set it (no hand
-/// edit since).
+/// digest (nothing we build changed) and unchanged since it was last seen
+/// with every field as we set it (no hand edit since).
 pub async fn ensure<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<()> {
     let stamped = stamp(obj)?;
     if look(to, &stamped).await? == Found::Differs {
-        apply_stamped(to, &stamped).await?;
+        remember(to, &apply_stamped(to, &stamped).await?);
     }
     Ok(())
 }
@@ -163,22 +177,47 @@ enum Found {
 
 /// Finds `stamped` in the cache, or creates it when the cache lacks it. A
 /// create refused because it exists (the cache lags a watch event, or a
-/// status naming it was lost) reads it and compares.
+/// status naming it was lost) reads it and compares; so does a cached child
+/// changed since it was last seen as wanted.
 async fn look<K: Cached + Child>(to: Target<'_>, stamped: &K) -> Result<Found> {
-    let cached = K::stores(to.cache).and_then(|s| s.get(to.namespace, &stamped.name_any()));
-    match cached {
-        Some(live) if cache::matches(&*live, stamped) => Ok(Found::AsWanted),
-        Some(_) => Ok(Found::Differs),
+    let Some(applied) = K::applied(to.cache) else { return create_or_compare(to, stamped).await };
+    match applied.look(to.namespace, &stamped.name_any(), digest_of(stamped)) {
+        Verdict::Missing => create_or_compare(to, stamped).await,
+        Verdict::Stale => Ok(Found::Differs),
+        Verdict::AsWanted => Ok(Found::AsWanted),
+        Verdict::Unverified => read_and_compare(to, stamped).await,
+    }
+}
+
+/// Reads `stamped`'s live object and compares; gone meanwhile: created.
+async fn read_and_compare<K: Cached + Child>(to: Target<'_>, stamped: &K) -> Result<Found> {
+    let name = stamped.name_any();
+    let api: Api<K> = Api::namespaced(to.client.clone(), to.namespace);
+    let kind = <K as k8s_openapi::Resource>::KIND;
+    match api.get_opt(&name).await.map_err(Error::kube("get", kind, to.namespace, &name))? {
+        Some(live) => Ok(compared(to, &live, stamped)),
         None => create_or_compare(to, stamped).await,
     }
 }
 
+/// Whether `live` is as `stamped` wants it; remembered when it is.
+fn compared<K: Cached>(to: Target<'_>, live: &K, stamped: &K) -> Found {
+    if !cache::matches(live, stamped) {
+        return Found::Differs;
+    }
+    remember(to, live);
+    Found::AsWanted
+}
+
 /// POSTs `stamped`; when it exists already, reads it and compares.
-async fn create_or_compare<K: Child>(to: Target<'_>, stamped: &K) -> Result<Found> {
+async fn create_or_compare<K: Cached + Child>(to: Target<'_>, stamped: &K) -> Result<Found> {
     Ok(match create_or_read(to, stamped).await? {
-        (_, true) => Found::Created,
-        (Some(live), false) if cache::matches(&live, stamped) => Found::AsWanted,
-        _ => Found::Differs,
+        (Some(created), true) => {
+            remember(to, &created);
+            Found::Created
+        }
+        (Some(live), false) => compared(to, &live, stamped),
+        (None, _) => Found::Differs,
     })
 }
 
@@ -312,14 +351,14 @@ async fn ensure_secret(to: Target<'_>, desired: Option<&Secret>, seen: Seen) -> 
     let Some(desired) = desired else { return Ok(()) };
     let desired = &stamp(desired)?;
     let name = desired.name_any();
-    let digest = desired.annotations().get(APPLIED_ANNOTATION).cloned().unwrap_or_default();
-    let seen_lately = |to: Target<'_>| to.cache.secrets.saw(to.namespace, &name, &digest);
+    let digest = digest_of(desired);
+    let seen_lately = |to: Target<'_>| to.cache.secrets.saw(to.namespace, &name, digest);
     if seen == Seen::Unknown && create_or_compare(to, desired).await? != Found::Differs {
         seen_lately(to);
         return Ok(());
     }
     if seen == Seen::Before {
-        if to.cache.secrets.fresh(to.namespace, &name, &digest) {
+        if to.cache.secrets.fresh(to.namespace, &name, digest) {
             return Ok(());
         }
         let api: Api<Secret> = Api::namespaced(to.client.clone(), to.namespace);
@@ -349,7 +388,10 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
     let key = |p: &ServicePort| (p.name.clone(), p.port, p.protocol.clone().unwrap_or_else(|| "TCP".into()));
     let want = ports(desired);
     match apply_stamped(to, desired).await {
-        Ok(live) if want.iter().map(key).eq(ports(&live).iter().map(key)) => return Ok(()),
+        Ok(live) if want.iter().map(key).eq(ports(&live).iter().map(key)) => {
+            remember(to, &live);
+            return Ok(());
+        }
         Ok(_) => {}
         Err(Error::Kube { source, .. }) if matches!(*source, kube::Error::Api(ref s) if s.code == 422) => {}
         Err(other) => return Err(other),
@@ -369,7 +411,8 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
         name,
         source: Box::new(source),
     })?;
-    apply_stamped(to, desired).await.map(drop)
+    remember(to, &apply_stamped(to, desired).await?);
+    Ok(())
 }
 
 /// [`ensure`] for an optional child.

@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use std::future::Future;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -409,18 +410,36 @@ async fn count_phases(stores: Vec<Store<BrowserSession>>, metrics: Arc<Metrics>)
     }
 }
 
-/// A watch of one child kind that keeps `stores` and wakes the owners.
-fn cached<K>(
-    api: Api<K>,
+/// The watch of the sessions' Pods: it keeps them, trimmed, in `stores`
+/// and wakes their owners.
+fn cached_pods(
+    api: Api<Pod>,
     config: watcher::Config,
-    stores: &mut cache::Stores<K>,
-) -> impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static
+    stores: &mut cache::Stores<Pod>,
+) -> impl futures::Stream<Item = std::result::Result<Pod, watcher::Error>> + Send + 'static {
+    let (reader, writer) = reflector::store();
+    stores.push(reader);
+    watcher(api, config).default_backoff().modify(cache::trim_pod).reflect(writer).touched_objects()
+}
+
+/// A metadata watch of one applied child kind: it keeps what
+/// [`cache::applied`] judges by in `applied` and wakes the owners.
+fn cached_metas<K>(
+    api: Api<PartialObjectMeta<K>>,
+    config: watcher::Config,
+    applied: &mut cache::Applied<K>,
+) -> impl futures::Stream<Item = std::result::Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
 where
     K: cache::Cached + apply::Child + Send + Sync + 'static,
 {
-    let (reader, writer) = reflector::store();
-    stores.push(reader);
-    watcher(api, config).default_backoff().modify(cache::slim_child).reflect(writer).touched_objects()
+    let store = applied.store();
+    watcher(api, config)
+        .default_backoff()
+        .map_ok(move |event| {
+            store.apply(&event);
+            event
+        })
+        .touched_objects()
 }
 
 fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches) -> Controller<BrowserSession> {
@@ -464,11 +483,23 @@ fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches)
         .watches(api::<Pod>(client, namespace), warm, move |pod: Pod| {
             claim::wake::sessions_to_wake(&pod, sessions.state().iter().map(|s| &**s))
         })
-        .owns_stream(cached(api::<Pod>(client, namespace), owned(), &mut caches.pods))
-        .owns_stream(cached(api::<ConfigMap>(client, namespace), owned(), &mut caches.config_maps))
-        .owns_stream(cached(api::<Service>(client, namespace), owned(), &mut caches.services))
-        .owns_stream(cached(api::<NetworkPolicy>(client, namespace), owned(), &mut caches.network_policies))
-        .owns_stream(cached(api::<PersistentVolumeClaim>(client, namespace), owned(), &mut caches.claims))
+        .owns_stream(cached_pods(api::<Pod>(client, namespace), owned(), &mut caches.pods))
+        .owns_stream(cached_metas(
+            api::<PartialObjectMeta<ConfigMap>>(client, namespace),
+            owned(),
+            &mut caches.config_maps,
+        ))
+        .owns_stream(cached_metas(api::<PartialObjectMeta<Service>>(client, namespace), owned(), &mut caches.services))
+        .owns_stream(cached_metas(
+            api::<PartialObjectMeta<NetworkPolicy>>(client, namespace),
+            owned(),
+            &mut caches.network_policies,
+        ))
+        .owns_stream(cached_metas(
+            api::<PartialObjectMeta<PersistentVolumeClaim>>(client, namespace),
+            owned(),
+            &mut caches.claims,
+        ))
 }
 
 /// Runs the controllers (one per listed namespace, or one cluster-wide)

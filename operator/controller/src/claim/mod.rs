@@ -18,7 +18,6 @@ pub mod pick;
 pub mod wake;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use playpen_api::naming::{
@@ -30,6 +29,7 @@ use playpen_api::BrowserSession;
 use serde_json::json;
 
 use crate::apply::Target;
+use crate::cache::applied::Seen;
 use crate::children::{child_labels, Identity, Settings, COMPONENT_BROWSER};
 use crate::error::{Error, Result};
 
@@ -341,19 +341,16 @@ async fn claim(
 /// Whether the claimed Pod's ConfigMap (from the cache) and Secret (its
 /// metadata: Secrets are not cached) are the session's already.
 async fn rehomed(to: Target<'_>, claimed: &Identity) -> Result<bool> {
-    let ours = |meta: &ObjectMeta| {
-        meta.owner_references.as_deref() == Some(std::slice::from_ref(&claimed.owner))
-            && meta.labels.as_ref().and_then(|l| l.get(SESSION_LABEL)) == Some(&claimed.name)
-    };
-    let Some(map) = to.cache.config_maps.get(to.namespace, &claimed.names.runtime_config) else { return Ok(false) };
-    if !ours(&map.metadata) {
+    let ours = |seen: &Seen| seen.owners == [claimed.owner.clone()] && seen.session.as_ref() == Some(&claimed.name);
+    let Some(map) = to.cache.config_maps.seen(to.namespace, &claimed.names.runtime_config) else { return Ok(false) };
+    if !ours(&map) {
         return Ok(false);
     }
     let secrets: Api<Secret> = Api::namespaced(to.client.clone(), to.namespace);
     let name = &claimed.names.launch_secret;
     let secret = secrets.get_metadata_opt(name).await.map_err(Error::kube("get", "Secret", to.namespace, name))?;
     // None: a pool whose template names its own launch config Secret made none.
-    Ok(secret.is_none_or(|s| ours(&s.metadata)))
+    Ok(secret.is_none_or(|s| ours(&Seen::of(&s.metadata))))
 }
 
 /// Gives the claimed Pod's Secret and ConfigMap to the session (one

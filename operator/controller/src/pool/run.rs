@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -65,8 +66,13 @@ fn controller_for(client: &Client, namespace: Option<&str>) -> Controller<Browse
     let config = controller::Config::default().debounce(Duration::from_millis(300)).concurrency(8);
     Controller::new(api::<BrowserPool>(client, namespace), watcher::Config::default())
         .with_config(config)
-        .owns(api::<NetworkPolicy>(client, namespace), watcher::Config::default().labels(&managed_selector()))
-        .watches(api::<Pod>(client, namespace), pods, |pod: Pod| {
+        // Metadata only: the owner reference, or the pool label, is all a
+        // mapper reads, and every session's NetworkPolicy passes here too.
+        .owns(
+            api::<PartialObjectMeta<NetworkPolicy>>(client, namespace),
+            watcher::Config::default().labels(&managed_selector()),
+        )
+        .watches(api::<PartialObjectMeta<Pod>>(client, namespace), pods, |pod: PartialObjectMeta<Pod>| {
             let pool = pod.labels().get(POOL_LABEL).cloned();
             let namespace = pod.namespace();
             pool.zip(namespace).map(|(pool, ns)| ObjectRef::<BrowserPool>::new(&pool).within(&ns))

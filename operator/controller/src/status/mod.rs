@@ -247,10 +247,11 @@ pub fn compute(
     let previous = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
     let (mut phase, scheduled, browser) = from_pod(observed.pod);
     // The Pod's Ready speaks for the browser only when the browser is its only
-    // container: an agent sidecar's own restarts flip it too.
+    // container: an agent sidecar's own restarts flip it too. (A cached Pod
+    // lists no container when it has one: see `cache::trim_pod`.)
     let browser_only = observed
         .pod
-        .filter(|p| p.spec.as_ref().is_none_or(|s| s.containers.len() == 1))
+        .filter(|p| p.spec.as_ref().is_none_or(|s| s.containers.len() <= 1))
         .filter(|p| p.status.as_ref().and_then(|s| s.container_statuses.as_ref()).is_none_or(|c| c.len() == 1));
     let pod_ready_since =
         browser_only.and_then(|p| pod_condition(p, "Ready")).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0);

@@ -2,12 +2,15 @@
 //! that wake it also fill these stores, so a reconcile reads a child from
 //! memory and writes it only when it lacks something the session wants: a
 //! resync of an unchanged session costs no write, and a reconcile no GET of
-//! its Pod.
+//! its Pod. Pods are cached trimmed ([`trim_pod`]), the children the
+//! operator compares as metadata ([`applied`]).
 //!
 //! A store can lag behind the API server by a watch event. A miss is
 //! answered as before the caches existed (apply, or GET the Pod), so a lag
 //! costs a no-op write at worst, never a wrong one; the Pod, which is never
 //! re-applied, is read again when it is not in the store.
+
+pub mod applied;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +21,8 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Resource;
 use serde_json::Value;
+
+pub use applied::Applied;
 
 /// One kind's stores: one per watched namespace (or one for all).
 #[derive(Clone)]
@@ -58,16 +63,16 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Stores<K> {
 /// The session controller's stores of the children it owns.
 #[derive(Debug, Clone, Default)]
 pub struct Caches {
-    /// Browser Pods (owned by sessions, claimed or cold).
+    /// Browser Pods (owned by sessions, claimed or cold), trimmed.
     pub pods: Stores<Pod>,
     /// Runtime ConfigMaps.
-    pub config_maps: Stores<ConfigMap>,
+    pub config_maps: Applied<ConfigMap>,
     /// Viewer Services.
-    pub services: Stores<Service>,
+    pub services: Applied<Service>,
     /// Session NetworkPolicies.
-    pub network_policies: Stores<NetworkPolicy>,
+    pub network_policies: Applied<NetworkPolicy>,
     /// Snapshot volume claims.
-    pub claims: Stores<PersistentVolumeClaim>,
+    pub claims: Applied<PersistentVolumeClaim>,
     /// Launch Secrets recently written or read as built.
     pub secrets: SecretsSeen,
 }
@@ -125,45 +130,20 @@ impl Caches {
     }
 }
 
-/// A child kind the controller may hold in [`Caches`].
+/// A child kind the operator applies and compares before it writes.
 pub trait Cached: Resource<DynamicType = ()> + Clone + serde::Serialize + 'static {
-    /// Its stores, when the controller watches the kind.
-    fn stores(caches: &Caches) -> Option<&Stores<Self>>;
-
-    /// Drops from a cached copy what no reconcile reads, beyond the managed
-    /// fields every cached object loses ([`slim`]). Most kinds keep the rest:
-    /// it is compared with what the operator builds.
-    fn trim(&mut self) {}
+    /// Its metadata cache, when the controller watches the kind.
+    fn applied(caches: &Caches) -> Option<&Applied<Self>>;
 }
 
 macro_rules! cached {
     ($kind:ty, $field:ident) => {
         impl Cached for $kind {
-            fn stores(caches: &Caches) -> Option<&Stores<Self>> {
+            fn applied(caches: &Caches) -> Option<&Applied<Self>> {
                 Some(&caches.$field)
             }
         }
     };
-}
-
-/// A Pod is never compared with what the operator builds (it is never
-/// re-applied): a reconcile reads its metadata, its status, its node and how
-/// many containers it has. Its spec is two thirds of its size (measured at
-/// 10,000 sessions, where the caches are most of the operator's memory).
-impl Cached for Pod {
-    fn stores(caches: &Caches) -> Option<&Stores<Self>> {
-        Some(&caches.pods)
-    }
-
-    fn trim(&mut self) {
-        let Some(spec) = self.spec.as_mut() else { return };
-        let containers = std::mem::take(&mut spec.containers);
-        *spec = PodSpec {
-            node_name: spec.node_name.take(),
-            containers: containers.into_iter().map(|c| Container { name: c.name, ..Container::default() }).collect(),
-            ..PodSpec::default()
-        };
-    }
 }
 cached!(ConfigMap, config_maps);
 cached!(Service, services);
@@ -173,9 +153,31 @@ cached!(PersistentVolumeClaim, claims);
 /// Secrets are not watched (a watch needs list on every Secret in the
 /// cluster); the apply phase reads them instead.
 impl Cached for Secret {
-    fn stores(_: &Caches) -> Option<&Stores<Self>> {
+    fn applied(_: &Caches) -> Option<&Applied<Self>> {
         None
     }
+}
+
+/// Drops from a cached Pod what no reconcile reads. A Pod is never compared
+/// with what the operator builds (it is never re-applied): a reconcile reads
+/// its metadata, its status, its node and whether it has more than one
+/// container. Its spec is two thirds of its size (measured at 10,000
+/// sessions, where the caches are most of the operator's memory), and even
+/// an empty container is two kilobytes: the container names are kept only
+/// when there are several (a Pod has at least one, so none kept means one).
+pub fn trim_pod(pod: &mut Pod) {
+    slim(pod);
+    let Some(spec) = pod.spec.as_mut() else { return };
+    let containers = std::mem::take(&mut spec.containers);
+    let several = containers.len() > 1;
+    *spec = PodSpec {
+        node_name: spec.node_name.take(),
+        containers: match several {
+            true => containers.into_iter().map(|c| Container { name: c.name, ..Container::default() }).collect(),
+            false => Vec::new(),
+        },
+        ..PodSpec::default()
+    };
 }
 
 /// Whether `live` has every field `desired` sets, with the same value.
@@ -208,12 +210,6 @@ pub fn covers(live: &Value, desired: &Value) -> bool {
 /// the field managers' records.
 pub fn slim<K: Resource>(obj: &mut K) {
     obj.meta_mut().managed_fields = None;
-}
-
-/// [`slim`], then what the kind itself does not need kept ([`Cached::trim`]).
-pub fn slim_child<K: Cached>(obj: &mut K) {
-    slim(obj);
-    obj.trim();
 }
 
 #[cfg(test)]
@@ -254,8 +250,8 @@ mod tests {
     #[test]
     fn secrets_are_never_cached_and_an_empty_cache_holds_nothing() {
         let caches = Caches::default();
-        assert!(ConfigMap::stores(&caches).is_some_and(|s| s.get("ns", "m").is_none()));
-        assert!(Secret::stores(&caches).is_none(), "Secrets are not watched");
+        assert_eq!(ConfigMap::applied(&caches).map(|a| a.look("ns", "m", "d")), Some(applied::Verdict::Missing));
+        assert!(Secret::applied(&caches).is_none(), "Secrets are not watched");
     }
 
     #[test]
@@ -282,11 +278,11 @@ mod tests {
         }))
         .unwrap();
         let mut cached = pod.clone();
-        slim_child(&mut cached);
+        trim_pod(&mut cached);
         let spec = cached.spec.as_ref().unwrap();
         assert_eq!(spec.node_name.as_deref(), Some("n1"));
         let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["browser", "agent"], "the number of containers decides what Ready means");
+        assert_eq!(names, ["browser", "agent"], "several containers: what Ready means differs");
         assert!(spec.containers.iter().all(|c| c.image.is_none() && c.env.is_none()));
         assert!(spec.volumes.is_none() && spec.tolerations.is_none());
         assert_eq!(cached.status, pod.status, "the status is read whole");
@@ -300,14 +296,14 @@ mod tests {
     }
 
     #[test]
-    fn other_children_are_cached_whole_but_for_managed_fields() {
-        let service: Service = serde_json::from_value(json!({"metadata": {"name": "v", "managedFields": [{}]},
-            "spec": {"ports": [{"port": 8080}], "selector": {"a": "1"}}}))
+    fn a_cached_pod_with_one_container_lists_none() {
+        let mut pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "browser", "image": "i"}]}}))
         .unwrap();
-        let mut cached = service.clone();
-        slim_child(&mut cached);
-        assert_eq!(cached.spec, service.spec, "compared with what the operator builds");
-        assert_eq!(cached.metadata.managed_fields, None);
+        trim_pod(&mut pod);
+        let spec = pod.spec.as_ref().unwrap();
+        assert!(spec.containers.is_empty(), "a Pod has at least one: none listed means one");
+        assert_eq!(spec.node_name.as_deref(), Some("n1"));
     }
 
     #[test]
