@@ -1,7 +1,7 @@
 //! The children the operator applies and compares (runtime ConfigMap,
 //! viewer Service, NetworkPolicy, snapshot claim), cached as metadata only.
 //! Whole, they were 43% of the operator's heap at 10,000 sessions
-//! (heaptrack: 118 of 275 MB), and a reconcile needs one answer of them:
+//! (heaptrack: 118 of 275 MiB), and a reconcile needs one answer of them:
 //! is each still what was last applied? The digest the operator stamps on
 //! a child says what it was built from; its resourceVersion, against the
 //! one at which this process last saw it whole and as wanted, says whether

@@ -341,7 +341,9 @@ async fn claim(
 /// Whether the claimed Pod's ConfigMap (from the cache) and Secret (its
 /// metadata: Secrets are not cached) are the session's already.
 async fn rehomed(to: Target<'_>, claimed: &Identity) -> Result<bool> {
-    let ours = |seen: &Seen| seen.owners == [claimed.owner.clone()] && seen.session.as_ref() == Some(&claimed.name);
+    let ours = |seen: &Seen| {
+        seen.owners.as_slice() == std::slice::from_ref(&claimed.owner) && seen.session.as_ref() == Some(&claimed.name)
+    };
     let Some(map) = to.cache.config_maps.seen(to.namespace, &claimed.names.runtime_config) else { return Ok(false) };
     if !ours(&map) {
         return Ok(false);
