@@ -70,19 +70,23 @@ impl Debug for Target<'_> {
 
 /// Server-side applies `obj`, [stamped](stamp) (force: this manager owns
 /// these fields).
-pub async fn apply<K: Child>(to: Target<'_>, obj: &K) -> Result<K> {
+pub async fn apply<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<K> {
     apply_stamped(to, &stamp(obj)?).await
 }
 
 /// [`apply`] for an object [`stamp`] already made (the callers that compare
 /// before they write): the digest is computed once. An object created with
 /// a POST is handed over to the apply entry the first time ([`ownership`]).
-async fn apply_stamped<K: Child>(to: Target<'_>, obj: &K) -> Result<K> {
-    let applied = server_side_apply(to, obj).await?;
+/// What it returns is [remembered](remember) as wanted.
+async fn apply_stamped<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<K> {
+    let mut applied = server_side_apply(to, obj).await?;
     let entries = applied.meta().managed_fields.as_deref().unwrap_or_default();
-    let Some(adopted) = ownership::adopted(entries, MANAGER) else { return Ok(applied) };
-    hand_over(to, &applied, adopted).await?;
-    server_side_apply(to, obj).await
+    if let Some(adopted) = ownership::adopted(entries, MANAGER) {
+        hand_over(to, &applied, adopted).await?;
+        applied = server_side_apply(to, obj).await?;
+    }
+    remember(to, &applied);
+    Ok(applied)
 }
 
 /// Replaces `live`'s field managers with `entries`, unless it changed since.
@@ -159,7 +163,7 @@ fn remember<K: Cached>(to: Target<'_>, obj: &K) {
 pub async fn ensure<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<()> {
     let stamped = stamp(obj)?;
     if look(to, &stamped).await? == Found::Differs {
-        remember(to, &apply_stamped(to, &stamped).await?);
+        apply_stamped(to, &stamped).await?;
     }
     Ok(())
 }
@@ -388,10 +392,7 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
     let key = |p: &ServicePort| (p.name.clone(), p.port, p.protocol.clone().unwrap_or_else(|| "TCP".into()));
     let want = ports(desired);
     match apply_stamped(to, desired).await {
-        Ok(live) if want.iter().map(key).eq(ports(&live).iter().map(key)) => {
-            remember(to, &live);
-            return Ok(());
-        }
+        Ok(live) if want.iter().map(key).eq(ports(&live).iter().map(key)) => return Ok(()),
         Ok(_) => {}
         Err(Error::Kube { source, .. }) if matches!(*source, kube::Error::Api(ref s) if s.code == 422) => {}
         Err(other) => return Err(other),
@@ -411,8 +412,7 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
         name,
         source: Box::new(source),
     })?;
-    remember(to, &apply_stamped(to, desired).await?);
-    Ok(())
+    apply_stamped(to, desired).await.map(drop)
 }
 
 /// [`ensure`] for an optional child.

@@ -173,20 +173,27 @@ impl<K> Applied<K> {
 
     /// What the watches saw of `namespace/name`.
     pub fn seen(&self, namespace: &str, name: &str) -> Option<Seen> {
-        let key = (namespace.to_owned(), name.to_owned());
-        self.stores.iter().find_map(|s| s.watched.read().ok()?.live.get(&key).cloned())
+        self.with_seen(&(namespace.to_owned(), name.to_owned()), |seen| seen.cloned())
     }
 
-    fn holds(&self, key: &Key) -> bool {
-        self.stores.iter().any(|s| s.watched.read().is_ok_and(|w| w.live.contains_key(key)))
+    /// `read` of what the watches saw of `key` (None: no store holds it),
+    /// under the store's lock: a reconcile's look copies nothing.
+    fn with_seen<T>(&self, key: &Key, read: impl Fn(Option<&Seen>) -> T) -> T {
+        for store in &self.stores {
+            if let Ok(watched) = store.watched.read() {
+                if let Some(seen) = watched.live.get(key) {
+                    return read(Some(seen));
+                }
+            }
+        }
+        read(None)
     }
 
     /// What the cache says of `namespace/name`, to be stamped with `digest`.
     pub fn look(&self, namespace: &str, name: &str, digest: &str) -> Verdict {
-        let seen = self.seen(namespace, name);
-        let Ok(verified) = self.verified.lock() else { return Verdict::Missing };
-        let then = verified.get(&(namespace.to_owned(), name.to_owned()));
-        judge(seen.as_ref(), digest, then.map(String::as_str))
+        let key = (namespace.to_owned(), name.to_owned());
+        let then = self.verified.lock().ok().and_then(|v| v.get(&key).cloned());
+        self.with_seen(&key, |seen| judge(seen, digest, then.as_deref()))
     }
 
     /// Records that `namespace/name` was as wanted at `resource_version`.
@@ -197,7 +204,7 @@ impl<K> Applied<K> {
         let Ok(mut verified) = self.verified.lock() else { return };
         verified.insert((namespace.to_owned(), name.to_owned()), version.to_owned());
         if verified.len() >= SWEEP_FROM && verified.len().is_power_of_two() {
-            verified.retain(|key, _| self.holds(key));
+            verified.retain(|key, _| self.with_seen(key, |seen| seen.is_some()));
         }
     }
 
