@@ -119,6 +119,17 @@ async fn claim_events(client: &Client, ns: &str, name: &str) -> anyhow::Result<V
         .collect())
 }
 
+/// The claim Events of session `name` once there is at least one: the
+/// operator publishes them after it writes the status a test waits for.
+async fn announced(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<(String, String, String)>> {
+    eventually(Duration::from_secs(10), || async {
+        let events = claim_events(client, ns, name).await?;
+        ensure!(!events.is_empty(), "no Claimed or ColdStart Event for {name} yet");
+        Ok(events)
+    })
+    .await
+}
+
 /// The value of the sample `series` (name and labels) on `/metrics`.
 async fn sample(op: &RunningOperator, series: &str) -> anyhow::Result<f64> {
     let (code, text) = http_get(op.handles.http_addr, "/metrics").await?;
@@ -190,7 +201,7 @@ async fn a_session_claims_a_ready_warm_pod_in_place_and_the_pool_replenishes() -
     .await?;
 
     // Said once, though the session was reconciled again since (its Pod, the pool's refill).
-    let events = claim_events(&client, n, "task").await?;
+    let events = announced(&client, n, "task").await?;
     ensure!(events.len() == 1, "one Claimed Event: {events:?}");
     ensure!(events[0].0 == "Normal" && events[0].1 == "Claimed" && events[0].2.contains(&pod_name), "{events:?}");
     ensure!(events[0].2.contains("BrowserPool agents"), "{events:?}");
@@ -317,7 +328,7 @@ async fn what_a_warm_browser_cannot_take_goes_cold_and_contradictions_fail_by_fi
     let image = cold.spec.and_then(|s| s.containers.into_iter().next()).and_then(|c| c.image);
     ensure!(image.as_deref() == Some("playpen/browser:pool"), "the cold start runs the template: {image:?}");
     ensure!(pool_pods(&pods, "warm", "claimed").await?.is_empty(), "no warm Pod was taken");
-    let events = claim_events(&client, n, "traced").await?;
+    let events = announced(&client, n, "traced").await?;
     ensure!(events.len() == 1 && events[0].0 == "Normal", "a cold start by design is Normal, once: {events:?}");
     ensure!(events[0].2.starts_with("NeedsColdStart: spec.recording"), "{events:?}");
 
@@ -474,7 +485,7 @@ async fn a_session_on_an_empty_waiting_pool_stays_pending_until_a_ready_pod_wake
     let woken_after = marked.elapsed();
     ensure!(woken_after < Duration::from_secs(8), "woken after {woken_after:?}");
     ensure!(status.pod_name.as_deref() == Some(ready[0].as_str()), "{:?} vs {ready:?}", status.pod_name);
-    let events = claim_events(&client, n, "waiter").await?;
+    let events = announced(&client, n, "waiter").await?;
     ensure!(events.len() == 1 && events[0].1 == "Claimed" && events[0].2.contains(&ready[0]), "{events:?}");
     let waited = created.elapsed().as_secs_f64() - woken_after.as_secs_f64();
     ensure!(sample(&op, "playpen_pool_wait_seconds_count{result=\"claimed\"}").await? == 1.0, "one wait");

@@ -66,6 +66,18 @@ pub async fn after_scheduler_verdict(pods: &Api<Pod>, name: &str) {
     .await;
 }
 
+/// (reason, message) of every Event about object `name` in `ns`, once one
+/// of them has `reason`: Events are published beside or after the writes a
+/// test waits for, so an Event may arrive a moment after them.
+pub async fn events_once(client: &Client, ns: &str, name: &str, reason: &str) -> anyhow::Result<Vec<(String, String)>> {
+    playpen_tests::eventually(std::time::Duration::from_secs(10), || async {
+        let events = events_for(client, ns, name).await?;
+        anyhow::ensure!(events.iter().any(|(r, _)| r == reason), "no {reason} Event about {name} yet: {events:?}");
+        Ok(events)
+    })
+    .await
+}
+
 /// (reason, message) of every Event about object `name` in `ns`.
 pub async fn events_for(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<(String, String)>> {
     let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);

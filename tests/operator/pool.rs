@@ -19,7 +19,7 @@ use playpen_api::v1alpha1::{BrowserPool, BrowserPoolStatus};
 use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
 use serde_json::json;
 
-use crate::{container, events_for, set_pod_status};
+use crate::{container, events_once, set_pod_status};
 
 const WAIT: Duration = Duration::from_secs(40);
 
@@ -185,8 +185,7 @@ async fn pool_keeps_warm_pods_and_replaces_them_on_a_template_change() -> anyhow
         })
         .await?;
     }
-    let events = events_for(&client, n, "shop").await?;
-    assert!(events.iter().any(|(r, _)| r == "WarmPodReplaced"), "{events:?}");
+    events_once(&client, n, "shop", "WarmPodReplaced").await?;
     Ok(())
 }
 

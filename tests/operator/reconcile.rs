@@ -14,7 +14,7 @@ use playpen_api::BrowserSession;
 use playpen_tests::{client, ensure_crd, eventually, http_get, RunningOperator, TestNamespace};
 use serde_json::json;
 
-use crate::{after_scheduler_verdict, container, create, events_for, session};
+use crate::{after_scheduler_verdict, container, create, events_for, events_once, session};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -281,8 +281,7 @@ async fn pod_status_drives_phase_and_conditions_then_gc_cleans_up() -> anyhow::R
     let s = phase_is(Phase::Ready).await?;
     assert_eq!(condition(&s, "Ready").map(|c| c.0), Some("True".into()));
     assert_eq!(condition(&s, "SandboxEnforced").map(|c| (c.0, c.1)), Some(("False".into(), "Disabled".into())));
-    let events = events_for(&client, n, "demo").await?;
-    assert!(events.iter().any(|(r, _)| r == "SandboxDisabled"), "{events:?}");
+    events_once(&client, n, "demo", "SandboxDisabled").await?;
 
     let report = r#"{"reason":"NoUsableSandbox","message":"No usable sandbox! Install the playpen seccomp profile"}"#;
     set_pod_status(
