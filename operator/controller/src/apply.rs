@@ -260,7 +260,7 @@ pub async fn create_stamped<K: Child>(to: Target<'_>, obj: &K) -> Result<Option<
 /// Creates the Pod, or reads it when it exists already (a Pod is never
 /// re-applied: see [`apply_children`]). Deleted between the two: created
 /// by the next reconcile, which the deletion wakes.
-async fn create_the_pod(to: Target<'_>, pod: &Pod) -> Result<Option<Pod>> {
+pub async fn create_the_pod(to: Target<'_>, pod: &Pod) -> Result<Option<Pod>> {
     Ok(create_or_read(to, &stamp(pod)?).await?.0)
 }
 
@@ -269,42 +269,47 @@ async fn create_the_pod(to: Target<'_>, pod: &Pod) -> Result<Option<Pod>> {
 /// apply the read would only add a round trip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seen {
-    /// Applied before (the Pod exists): read the Secret, write on a change.
+    /// Applied before (the Pod exists, or the status names it): read the
+    /// Secret unless seen lately, write on a change.
     Before,
     /// Maybe never: write the Secret.
     Unknown,
 }
 
-/// Applies every child. The Pod is created once and then only read: its
-/// spec is immutable, so re-applying it after an operator upgrade that
-/// builds it differently would fail every reconcile. It is only created
-/// when `create_pod` (every reference resolved). Returns the Pod as the API
-/// server (or the cache of it) holds it, with its status.
+/// Where the session's Pod stands once every other child is in place.
+#[derive(Debug)]
+pub enum PodState {
+    /// As the API server (or the cache of it) holds it, with its status.
+    Exists(Box<Pod>),
+    /// Not there, and every reference resolved: the caller creates it
+    /// ([`create_the_pod`]), at once with the status write that names it.
+    ToCreate,
+    /// Not there, and not to be created now.
+    Absent,
+}
+
+/// Applies every child but the Pod and says where the Pod stands. The Pod
+/// is created once (by the caller, on [`PodState::ToCreate`]) and then only
+/// read: its spec is immutable, so re-applying it after an operator upgrade
+/// that builds it differently would fail every reconcile. It is only to be
+/// created when `create_pod` (every reference resolved).
 ///
 /// A Pod neither cached nor `recorded` (named in the session's status,
-/// which [`crate::written`] keeps current) was never created: it is
+/// which [`crate::written`] keeps current) was never created: it is to be
 /// created without a read first. Were it there after all (a status write
 /// lost), the create is refused and the Pod read.
-pub async fn apply_children(
-    to: Target<'_>,
-    children: &Children,
-    create_pod: bool,
-    recorded: bool,
-) -> Result<Option<Pod>> {
+pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: bool, recorded: bool) -> Result<PodState> {
     let Target { client, namespace, .. } = to;
     let name = children.pod.name_any();
     if let Some(pod) = to.cache.pods.get(namespace, &name) {
         apply_all_but_the_pod(to, children, Seen::Before).await?;
-        return Ok(Some((*pod).clone()));
+        return Ok(PodState::Exists(Box::new((*pod).clone())));
     }
-    if !recorded {
-        apply_all_but_the_pod(to, children, Seen::Unknown).await?;
-        return if create_pod { create_the_pod(to, &children.pod).await } else { Ok(None) };
-    }
-    // Everything the Pod mounts or is isolated by, in parallel (independent
-    // objects), and the existing Pod; only then the Pod itself.
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let existing = async {
+        if !recorded {
+            return Ok(None);
+        }
+        let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
         pods.get_opt(&name).await.map_err(|source| Error::Kube {
             action: "get",
             kind: "Pod",
@@ -313,12 +318,18 @@ pub async fn apply_children(
             source: Box::new(source),
         })
     };
-    let (existing, ()) = futures::try_join!(existing, apply_all_but_the_pod(to, children, Seen::Unknown))?;
-    match existing {
-        Some(pod) => Ok(Some(pod)),
-        None if create_pod => create_the_pod(to, &children.pod).await,
-        None => Ok(None),
-    }
+    // Everything the Pod mounts or is isolated by, in parallel (independent
+    // objects), and the recorded Pod; only then the Pod itself. A status
+    // names the Pod only after its mounts were applied: a launch Secret
+    // seen lately is not sent again (the window between a status and its
+    // Pod reaching the caches, in a burst, made it a refused create).
+    let seen = if recorded { Seen::Before } else { Seen::Unknown };
+    let (existing, ()) = futures::try_join!(existing, apply_all_but_the_pod(to, children, seen))?;
+    Ok(match existing {
+        Some(pod) => PodState::Exists(Box::new(pod)),
+        None if create_pod => PodState::ToCreate,
+        None => PodState::Absent,
+    })
 }
 
 /// Applies every child but the Pod, in parallel: what a Pod mounts or is

@@ -25,6 +25,7 @@ use serde_json::json;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::{info, instrument, warn};
 
+use crate::apply::PodState;
 use crate::cache::{self, Caches};
 use crate::children::{self, Identity, Settings};
 use crate::claim::outcome::{self, ClaimResult};
@@ -141,10 +142,10 @@ async fn publish_events(ctx: &Context, bs: &BrowserSession, new: &BrowserSession
 pub const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(20);
 
 /// Reconciles in flight at once (the others wait their turn in order). A
-/// first reconcile waits for three round trips in a row (the children, the
-/// Pod, the status), so at the 32 of an ideal controller that creates the
-/// children in one the API server idles between them; measured with
-/// tests/bench/operator.sh, burst of 1,000.
+/// first reconcile waits for two round trips in a row (what the Pod mounts
+/// and is isolated by; then the Pod and the status at once), so at the 32
+/// of an ideal controller that creates the children in one the API server
+/// idles between them; measured with tests/bench/operator.sh, burst of 1,000.
 pub const RECONCILE_CONCURRENCY: u16 = 96;
 
 /// How soon a reconcile that read a session older than its own last status
@@ -221,15 +222,22 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // Pod's mounts become the session's (see `settle_claim`).
     let fresh_claim = pooled.as_ref().is_some_and(|p| p.decided && matches!(p.source, Source::Claimed(_)));
     let early = fresh_claim && session.spec.auth_state.is_none();
-    let pod = match pooled.as_ref().map(|p| &p.source) {
-        Some(Source::Claimed(pod)) if early => Some((**pod).clone()),
+    // A Pod to create is created beside the status write that names it:
+    // the status of a Pod just created is that of the Pod as built (no
+    // status yet), and a reconcile holds its slot one round trip less.
+    let (pod, create_pod) = match pooled.as_ref().map(|p| &p.source) {
+        Some(Source::Claimed(pod)) if early => (Some((**pod).clone()), false),
         Some(Source::Claimed(pod)) => {
             missing.extend(settle_claim(target, session, id, pod, &children, fresh_claim).await?);
-            Some((**pod).clone())
+            (Some((**pod).clone()), false)
         }
         _ => {
             let recorded = bs.status.as_ref().is_some_and(|s| s.pod_name.is_some());
-            apply::apply_children(target, &children, missing.is_empty() && !gave_up, recorded).await?
+            match apply::apply_children(target, &children, missing.is_empty() && !gave_up, recorded).await? {
+                PodState::Exists(pod) => (Some(*pod), false),
+                PodState::ToCreate => (Some(children.pod.clone()), true),
+                PodState::Absent => (None, false),
+            }
         }
     };
     // recovery
@@ -243,16 +251,17 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     }
     // Independent requests, at once: a reconcile holds one of the
     // controller's concurrency slots for as many round trips as it waits.
-    let settle = async {
-        match pod.as_ref().filter(|_| early) {
-            Some(pod) => settle_claim(target, session, id, pod, &children, true).await.map(drop),
-            None => Ok(()),
+    let place = async {
+        match pod.as_ref() {
+            Some(pod) if early => settle_claim(target, session, id, pod, &children, true).await.map(drop),
+            Some(pod) if create_pod => apply::create_the_pod(target, pod).await.map(drop),
+            _ => Ok(()),
         }
     };
-    let ((), written, settled) =
-        futures::join!(publish_events(&ctx, &bs, &new), write_status(&ctx, &bs, id, new.clone()), settle);
+    let ((), written, placed) =
+        futures::join!(publish_events(&ctx, &bs, &new), write_status(&ctx, &bs, id, new.clone()), place);
     written?;
-    settled?;
+    placed?;
     // Only from the reconcile that chose the browser: a later one (even
     // with a cache that has not seen this status yet) finds it already there.
     if let (Some(pooled), Some(pool_ref)) = (pooled.as_ref().filter(|p| p.decided), &bs.spec.pool) {
@@ -539,12 +548,16 @@ pub async fn run_with<R, F>(
                 let slots = slots.clone();
                 move |bs: Arc<BrowserSession>, ctx: Arc<Context>| {
                     let (reconciler, slots, store) = (reconciler.clone(), slots.clone(), store.clone());
+                    // Only the key waits: a session changed meanwhile (a burst's
+                    // status writes) would otherwise stay in memory twice.
+                    let key = ObjectRef::from_obj(&*bs);
+                    drop(bs);
                     async move {
                         // Never closed; were it, reconciling unbounded beats not at all.
                         let _slot = slots.acquire_owned().await.ok();
                         // The session as it is now, not as when it began to wait
                         // (gone meanwhile: its owner references clean up).
-                        let Some(bs) = store.get(&ObjectRef::from_obj(&*bs)) else {
+                        let Some(bs) = store.get(&key) else {
                             return Ok(Action::await_change());
                         };
                         // Boxed: every session waiting for a slot holds this
