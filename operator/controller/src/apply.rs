@@ -257,11 +257,11 @@ pub async fn create_stamped<K: Child>(to: Target<'_>, obj: &K) -> Result<Option<
     }
 }
 
-/// Creates the Pod, or reads it when it exists already (a Pod is never
-/// re-applied: see [`apply_children`]). Deleted between the two: created
-/// by the next reconcile, which the deletion wakes.
-pub async fn create_the_pod(to: Target<'_>, pod: &Pod) -> Result<Option<Pod>> {
-    Ok(create_or_read(to, &stamp(pod)?).await?.0)
+/// Creates the Pod (a Pod is never re-applied: see [`apply_children`]).
+/// One there already is left as it is: its watch event wakes the next
+/// reconcile, which finds it in the cache.
+pub async fn create_the_pod(to: Target<'_>, pod: &Pod) -> Result<()> {
+    create_stamped(to, &stamp(pod)?).await.map(drop)
 }
 
 /// Whether the children were applied before: a launch Secret is then read
@@ -297,7 +297,7 @@ pub enum PodState {
 /// A Pod neither cached nor `recorded` (named in the session's status,
 /// which [`crate::written`] keeps current) was never created: it is to be
 /// created without a read first. Were it there after all (a status write
-/// lost), the create is refused and the Pod read.
+/// lost), the create is refused and the next reconcile reads it.
 pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: bool, recorded: bool) -> Result<PodState> {
     let Target { client, namespace, .. } = to;
     let name = children.pod.name_any();

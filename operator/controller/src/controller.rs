@@ -225,26 +225,27 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // A Pod to create is created beside the status write that names it:
     // the status of a Pod just created is that of the Pod as built (no
     // status yet), and a reconcile holds its slot one round trip less.
-    let (pod, create_pod) = match pooled.as_ref().map(|p| &p.source) {
-        Some(Source::Claimed(pod)) if early => (Some((**pod).clone()), false),
+    let placed = match pooled.as_ref().map(|p| &p.source) {
+        Some(Source::Claimed(pod)) if early => PodState::Exists(Box::new((**pod).clone())),
         Some(Source::Claimed(pod)) => {
             missing.extend(settle_claim(target, session, id, pod, &children, fresh_claim).await?);
-            (Some((**pod).clone()), false)
+            PodState::Exists(Box::new((**pod).clone()))
         }
         _ => {
             let recorded = bs.status.as_ref().is_some_and(|s| s.pod_name.is_some());
-            match apply::apply_children(target, &children, missing.is_empty() && !gave_up, recorded).await? {
-                PodState::Exists(pod) => (Some(*pod), false),
-                PodState::ToCreate => (Some(children.pod.clone()), true),
-                PodState::Absent => (None, false),
-            }
+            apply::apply_children(target, &children, missing.is_empty() && !gave_up, recorded).await?
         }
     };
+    let pod = match &placed {
+        PodState::Exists(pod) => Some(&**pod),
+        PodState::ToCreate => Some(&children.pod),
+        PodState::Absent => None,
+    };
     // recovery
-    let recovery = recovery::decide(pod.as_ref(), done, ctx.recovery, now);
-    recover(&ctx, &bs, target, pod.as_ref(), &recovery, gave_up).await?;
+    let recovery = recovery::decide(pod, done, ctx.recovery, now);
+    recover(&ctx, &bs, target, pod, &recovery, gave_up).await?;
     // status
-    let observed = Observed { missing: &missing, pod: pod.as_ref(), recovery: &recovery };
+    let observed = Observed { missing: &missing, pod, recovery: &recovery };
     let mut new = status::compute(session, id, observed, &ctx.settings.egress, now);
     if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
         status::pool::record_source(&mut new, &pool_ref.name, &pooled.source, now);
@@ -252,9 +253,9 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // Independent requests, at once: a reconcile holds one of the
     // controller's concurrency slots for as many round trips as it waits.
     let place = async {
-        match pod.as_ref() {
-            Some(pod) if early => settle_claim(target, session, id, pod, &children, true).await.map(drop),
-            Some(pod) if create_pod => apply::create_the_pod(target, pod).await.map(drop),
+        match &placed {
+            PodState::Exists(pod) if early => settle_claim(target, session, id, pod, &children, true).await.map(drop),
+            PodState::ToCreate => apply::create_the_pod(target, &children.pod).await,
             _ => Ok(()),
         }
     };
