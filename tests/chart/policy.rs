@@ -119,6 +119,14 @@ async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -
         }
         t
     };
+    // The pools' policy is a policy of its own, picked up on its own time.
+    eventually(Duration::from_secs(30), || async {
+        match admit_pool(&pools, template(json!({"launchConfig": {"secretRef": {"name": "launch-bad"}}}))).await? {
+            Ok(()) => bail!("pool not refused yet (its policy not active?)"),
+            Err(_) => Ok(()),
+        }
+    })
+    .await?;
     let verdict = admit_pool(
         &pools,
         template(json!({"launchConfig": {"secretRef": {"name": "launch-ok"}},

@@ -54,10 +54,27 @@ async fn pool_pods(pods: &Api<Pod>, state: &str) -> anyhow::Result<BTreeSet<Stri
         .collect())
 }
 
-/// Waits until the pool has `MIN_READY` ready Pods of its current template and nothing warming.
+fn is_ready(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Waits until the pool has `MIN_READY` ready Pods of its current template and nothing warming,
+/// both in its status and in the Pods a claim lists: the status is written by the pool's next
+/// reconcile, so right after a claim it can still count the claimed Pod as ready.
 async fn wait_full(pools: &Api<BrowserPool>) -> anyhow::Result<BrowserPoolStatus> {
+    let pods: Api<Pod> = Api::namespaced(pools.clone().into_client(), pools.namespace().context("a namespaced Api")?);
     eventually(Duration::from_secs(240), || async {
         let pool = pools.get(POOL).await?;
+        let params = ListParams::default().labels(&format!("{POOL_LABEL}={POOL},{POOL_STATE_LABEL}=warm"));
+        let warm: Vec<Pod> =
+            pods.list(&params).await?.items.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+        let ready = warm.iter().filter(|p| is_ready(p)).count();
+        ensure!(
+            warm.len() == MIN_READY && ready == MIN_READY,
+            "pool {POOL} not full as listed: {} warm Pods, {ready} of them Ready",
+            warm.len()
+        );
         let status = pool.status.context("no pool status yet")?;
         ensure!(
             status.ready == MIN_READY as i32
@@ -183,10 +200,11 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
         create_pooled(client, ns, name, json!({})).await?;
     }
     let mut seen = BTreeSet::new();
-    let (mut warm_claims, mut cold) = (0, 0);
+    let (mut warm_claims, mut cold, mut outcomes) = (0, 0, Vec::new());
     for name in &burst {
         let (claimed, reason, pod) = claim_of(client, ns, name).await?;
         ensure!(seen.insert(pod.clone()), "{name} got {pod}, which another session has");
+        outcomes.push(format!("{name}: {pod} ({reason})"));
         if claimed {
             warm_claims += 1;
         } else {
@@ -194,7 +212,7 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
             cold += 1;
         }
     }
-    ensure!(warm_claims == MIN_READY && cold == 1, "burst: {warm_claims} claimed, {cold} cold");
+    ensure!(warm_claims == MIN_READY && cold == 1, "burst: {warm_claims} claimed, {cold} cold: {outcomes:#?}");
     for name in &burst {
         sessions.delete(name, &DeleteParams::default()).await?;
     }
