@@ -303,7 +303,7 @@ pub async fn apply_children(to: Target<'_>, children: &Children, create_pod: boo
     let name = children.pod.name_any();
     if let Some(pod) = to.cache.pods.get(namespace, &name) {
         apply_all_but_the_pod(to, children, Seen::Before).await?;
-        return Ok(PodState::Exists(Box::new((*pod).clone())));
+        return Ok(PodState::Exists(Box::new(pod.to_pod())));
     }
     let existing = async {
         if !recorded {

@@ -26,7 +26,7 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::{info, instrument, warn};
 
 use crate::apply::PodState;
-use crate::cache::{self, Caches};
+use crate::cache::{self, CachedPod, Caches};
 use crate::children::{self, Identity, Settings};
 use crate::claim::outcome::{self, ClaimResult};
 use crate::claim::{self, Pooled, Refusal, Source};
@@ -420,16 +420,16 @@ async fn count_phases(stores: Vec<Store<BrowserSession>>, metrics: Arc<Metrics>)
     }
 }
 
-/// The watch of the sessions' Pods: it keeps them, trimmed, in `stores`
-/// and wakes their owners.
+/// The watch of the sessions' Pods: it keeps them, as a reconcile reads
+/// them, in `stores` and wakes their owners.
 fn cached_pods(
-    api: Api<Pod>,
+    api: Api<CachedPod>,
     config: watcher::Config,
-    stores: &mut cache::Stores<Pod>,
-) -> impl futures::Stream<Item = std::result::Result<Pod, watcher::Error>> + Send + 'static {
+    stores: &mut cache::Stores<CachedPod>,
+) -> impl futures::Stream<Item = std::result::Result<CachedPod, watcher::Error>> + Send + 'static {
     let (reader, writer) = reflector::store();
     stores.push(reader);
-    watcher(api, config).default_backoff().modify(cache::trim_pod).reflect(writer).touched_objects()
+    watcher(api, config).default_backoff().modify(CachedPod::trim).reflect(writer).touched_objects()
 }
 
 /// A metadata watch of one applied child kind: it keeps what
@@ -493,7 +493,7 @@ fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches)
         .watches(api::<Pod>(client, namespace), warm, move |pod: Pod| {
             claim::wake::sessions_to_wake(&pod, sessions.state().iter().map(|s| &**s))
         })
-        .owns_stream(cached_pods(api::<Pod>(client, namespace), owned(), &mut caches.pods))
+        .owns_stream(cached_pods(api::<CachedPod>(client, namespace), owned(), &mut caches.pods))
         .owns_stream(cached_metas(
             api::<PartialObjectMeta<ConfigMap>>(client, namespace),
             owned(),

@@ -2,7 +2,7 @@
 //! that wake it also fill these stores, so a reconcile reads a child from
 //! memory and writes it only when it lacks something the session wants: a
 //! resync of an unchanged session costs no write, and a reconcile no GET of
-//! its Pod. Pods are cached trimmed ([`trim_pod`]), the children the
+//! its Pod. Pods are cached as what a reconcile reads ([`CachedPod`]), the children the
 //! operator compares as metadata ([`applied`]).
 //!
 //! A store can lag behind the API server by a watch event. A miss is
@@ -11,18 +11,20 @@
 //! re-applied, is read again when it is not in the store.
 
 pub mod applied;
+pub mod pod;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, PersistentVolumeClaim, Pod, PodSpec, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Resource;
 use serde_json::Value;
 
 pub use applied::Applied;
+pub use pod::CachedPod;
 
 /// One kind's stores: one per watched namespace (or one for all).
 #[derive(Clone)]
@@ -63,8 +65,8 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Stores<K> {
 /// The session controller's stores of the children it owns.
 #[derive(Debug, Clone, Default)]
 pub struct Caches {
-    /// Browser Pods (owned by sessions, claimed or cold), trimmed.
-    pub pods: Stores<Pod>,
+    /// Browser Pods (owned by sessions, claimed or cold), as a reconcile reads them.
+    pub pods: Stores<CachedPod>,
     /// Runtime ConfigMaps.
     pub config_maps: Applied<ConfigMap>,
     /// Viewer Services.
@@ -158,28 +160,6 @@ impl Cached for Secret {
     }
 }
 
-/// Drops from a cached Pod what no reconcile reads. A Pod is never compared
-/// with what the operator builds (it is never re-applied): a reconcile reads
-/// its metadata, its status, its node and whether it has more than one
-/// container. Its spec is two thirds of its size (measured at 10,000
-/// sessions, where the caches are most of the operator's memory), and even
-/// an empty container is two kilobytes: the container names are kept only
-/// when there are several (a Pod has at least one, so none kept means one).
-pub fn trim_pod(pod: &mut Pod) {
-    slim(pod);
-    let Some(spec) = pod.spec.as_mut() else { return };
-    let containers = std::mem::take(&mut spec.containers);
-    let several = containers.len() > 1;
-    *spec = PodSpec {
-        node_name: spec.node_name.take(),
-        containers: match several {
-            true => containers.into_iter().map(|c| Container { name: c.name, ..Container::default() }).collect(),
-            false => Vec::new(),
-        },
-        ..PodSpec::default()
-    };
-}
-
 /// Whether `live` has every field `desired` sets, with the same value.
 pub fn matches<K: serde::Serialize>(live: &K, desired: &K) -> bool {
     match (serde_json::to_value(live), serde_json::to_value(desired)) {
@@ -262,48 +242,6 @@ mod tests {
         assert!(seen.fresh("ns", "s", "d1"));
         assert!(!seen.fresh("ns", "s", "d2"), "built differently now: read it");
         assert!(!seen.fresh("other", "s", "d1"));
-    }
-
-    #[test]
-    fn a_cached_pod_keeps_what_a_reconcile_reads_only() {
-        let pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": "s-browser", "uid": "u", "labels": {"a": "1"}, "annotations": {"b": "2"},
-                "ownerReferences": [{"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "name": "s",
-                    "uid": "o", "controller": true}],
-                "managedFields": [{"manager": "x"}]},
-            "spec": {"nodeName": "n1", "volumes": [{"name": "v", "emptyDir": {}}], "tolerations": [{"key": "k"}],
-                "containers": [{"name": "browser", "image": "i", "env": [{"name": "E", "value": "x"}]},
-                    {"name": "agent", "image": "j"}]},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-        }))
-        .unwrap();
-        let mut cached = pod.clone();
-        trim_pod(&mut cached);
-        let spec = cached.spec.as_ref().unwrap();
-        assert_eq!(spec.node_name.as_deref(), Some("n1"));
-        let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["browser", "agent"], "several containers: what Ready means differs");
-        assert!(spec.containers.iter().all(|c| c.image.is_none() && c.env.is_none()));
-        assert!(spec.volumes.is_none() && spec.tolerations.is_none());
-        assert_eq!(cached.status, pod.status, "the status is read whole");
-        assert_eq!(cached.metadata.managed_fields, None);
-        let meta = |p: &Pod| {
-            let mut m = p.metadata.clone();
-            m.managed_fields = None;
-            m
-        };
-        assert_eq!(meta(&cached), meta(&pod), "labels, annotations and owners are read");
-    }
-
-    #[test]
-    fn a_cached_pod_with_one_container_lists_none() {
-        let mut pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
-            "spec": {"nodeName": "n1", "containers": [{"name": "browser", "image": "i"}]}}))
-        .unwrap();
-        trim_pod(&mut pod);
-        let spec = pod.spec.as_ref().unwrap();
-        assert!(spec.containers.is_empty(), "a Pod has at least one: none listed means one");
-        assert_eq!(spec.node_name.as_deref(), Some("n1"));
     }
 
     #[test]

@@ -205,8 +205,8 @@ pub async fn resolve(
 async fn own_pod(to: Target<'_>, bs: &BrowserSession, id: &Identity, uid: &str) -> Result<Option<Pod>> {
     let owned = |p: &Pod| p.owner_references().iter().any(|o| o.uid == uid && o.controller == Some(true));
     let named = bs.status.as_ref().and_then(|s| s.pod_name.as_deref());
-    if let Some(pod) = named.and_then(|name| to.cache.pods.get(to.namespace, name)).filter(|p| owned(p)) {
-        return Ok(Some((*pod).clone()));
+    if let Some(pod) = named.and_then(|name| to.cache.pods.get(to.namespace, name)).map(|p| p.to_pod()).filter(owned) {
+        return Ok(Some(pod));
     }
     let pods: Api<Pod> = Api::namespaced(to.client.clone(), to.namespace);
     let mine = ListParams::default().labels(&format!("{SESSION_LABEL}={}", id.name));

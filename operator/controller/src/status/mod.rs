@@ -247,8 +247,7 @@ pub fn compute(
     let previous = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
     let (mut phase, scheduled, browser) = from_pod(observed.pod);
     // The Pod's Ready speaks for the browser only when the browser is its only
-    // container: an agent sidecar's own restarts flip it too. (A cached Pod
-    // lists no container when it has one: see `cache::trim_pod`.)
+    // container: an agent sidecar's own restarts flip it too.
     let browser_only = observed
         .pod
         .filter(|p| p.spec.as_ref().is_none_or(|s| s.containers.len() <= 1))
