@@ -15,7 +15,7 @@ use kube::{Client, ResourceExt};
 use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL};
 use playpen_api::v1alpha1::{condition, BrowserPool, BrowserPoolStatus};
 use playpen_api::BrowserSession;
-use playpen_tests::{eventually, http_get};
+use playpen_tests::{eventually, http_get, pod_is_ready};
 use serde_json::json;
 
 use crate::kubectl::{exec, port_forward};
@@ -54,11 +54,6 @@ async fn pool_pods(pods: &Api<Pod>, state: &str) -> anyhow::Result<BTreeSet<Stri
         .collect())
 }
 
-fn is_ready(pod: &Pod) -> bool {
-    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
-    conditions.is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 /// Waits until the pool has `MIN_READY` ready Pods of its current template and nothing warming,
 /// both in its status and in the Pods a claim lists: the status is written by the pool's next
 /// reconcile, so right after a claim it can still count the claimed Pod as ready.
@@ -69,7 +64,7 @@ async fn wait_full(pools: &Api<BrowserPool>) -> anyhow::Result<BrowserPoolStatus
         let params = ListParams::default().labels(&format!("{POOL_LABEL}={POOL},{POOL_STATE_LABEL}=warm"));
         let warm: Vec<Pod> =
             pods.list(&params).await?.items.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
-        let ready = warm.iter().filter(|p| is_ready(p)).count();
+        let ready = warm.iter().filter(|p| pod_is_ready(p)).count();
         ensure!(
             warm.len() == MIN_READY && ready == MIN_READY,
             "pool {POOL} not full as listed: {} warm Pods, {ready} of them Ready",

@@ -16,7 +16,7 @@ use playpen_api::naming::{
     WARM_SESSION_NAME_ANNOTATION, WARM_SOCKET_NAMESPACE_ANNOTATION,
 };
 use playpen_api::v1alpha1::{BrowserPool, BrowserPoolStatus};
-use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
+use playpen_tests::{client, ensure_crd, eventually, pod_is_ready, RunningOperator, TestNamespace};
 use serde_json::json;
 
 use crate::{container, events_once, set_pod_status};
@@ -47,13 +47,6 @@ async fn mark_ready(pods: &Api<Pod>, name: &str) -> anyhow::Result<()> {
             "containerStatuses": [container(true, 0, running, json!({}))]}),
     )
     .await
-}
-
-fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 async fn status_of(pools: &Api<BrowserPool>, name: &str) -> anyhow::Result<BrowserPoolStatus> {
@@ -151,18 +144,18 @@ async fn pool_keeps_warm_pods_and_replaces_them_on_a_template_change() -> anyhow
     let violations = std::sync::Mutex::new(Vec::new());
     eventually(Duration::from_secs(90), || async {
         let now = pods_in(&pods, "shop", POOL_STATE_WARM).await?;
-        let ready_now = now.iter().filter(|p| is_ready(p)).count();
+        let ready_now = now.iter().filter(|p| pod_is_ready(p)).count();
         if now.len() > 3 || ready_now < 2 {
             let names: Vec<String> = now.iter().map(ResourceExt::name_any).collect();
             violations.lock().map(|mut v| v.push(format!("{ready_now} ready of {names:?}"))).ok();
         }
-        for pod in now.iter().filter(|p| !is_ready(p)) {
+        for pod in now.iter().filter(|p| !pod_is_ready(p)) {
             mark_ready(&pods, &pod.name_any()).await?;
         }
         let names: BTreeSet<String> = now.iter().map(ResourceExt::name_any).collect();
         ensure!(now.len() == 2 && names.is_disjoint(&old), "still replacing: {names:?}");
         ensure!(now.iter().all(|p| p.labels()[POOL_TEMPLATE_LABEL] != first_hash), "old hash left");
-        ensure!(now.iter().all(is_ready), "not all ready yet");
+        ensure!(now.iter().all(pod_is_ready), "not all ready yet");
         Ok(())
     })
     .await?;

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -174,6 +174,12 @@ impl Drop for TestNamespace {
             handle.spawn(async move { api.delete(&name, &DeleteParams::background()).await });
         }
     }
+}
+
+/// The Pod's condition Ready is True.
+pub fn pod_is_ready(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// Settings the tests run the operator with.

@@ -18,7 +18,7 @@ pub mod pick;
 pub mod wake;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use playpen_api::naming::{
     ChildNames, MANAGER, POOL_LABEL, POOL_STATE_CLAIMED, POOL_STATE_LABEL, POOL_STATE_WARM, SESSION_LABEL,
@@ -203,15 +203,16 @@ pub async fn resolve(
 /// from the cache; otherwise (a first reconcile, a status write that never
 /// landed) whatever the API server lists with its label and ownership.
 async fn own_pod(to: Target<'_>, bs: &BrowserSession, id: &Identity, uid: &str) -> Result<Option<Pod>> {
-    let owned = |p: &Pod| p.owner_references().iter().any(|o| o.uid == uid && o.controller == Some(true));
+    let owned =
+        |meta: &ObjectMeta| meta.owner_references.iter().flatten().any(|o| o.uid == uid && o.controller == Some(true));
     let named = bs.status.as_ref().and_then(|s| s.pod_name.as_deref());
-    if let Some(pod) = named.and_then(|name| to.cache.pods.get(to.namespace, name)).map(|p| p.to_pod()).filter(owned) {
-        return Ok(Some(pod));
+    if let Some(pod) = named.and_then(|name| to.cache.pods.get(to.namespace, name)).filter(|p| owned(&p.metadata)) {
+        return Ok(Some(pod.to_pod()));
     }
     let pods: Api<Pod> = Api::namespaced(to.client.clone(), to.namespace);
     let mine = ListParams::default().labels(&format!("{SESSION_LABEL}={}", id.name));
     let listed = pods.list(&mine).await.map_err(Error::kube("list", "Pod", to.namespace, &id.name))?.items;
-    Ok(listed.into_iter().find(owned))
+    Ok(listed.into_iter().find(|p| owned(&p.metadata)))
 }
 
 fn is_claimed(pod: &Pod) -> bool {
