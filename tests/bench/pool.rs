@@ -6,6 +6,10 @@
 //! pooled sessions with auth state (create → Ready and → its cookie
 //! visible in the browser); the working set of an idle warm browser container (the
 //! kubelet's own stats). Prints a table and the ratio cold / warm.
+//!
+//! Each round starts when the last round's Pods are gone and the pool is
+//! full, and Ready is seen through a watch opened before the create: the
+//! figures are the operator's, not the benchmark's teardown or polling.
 
 use std::time::{Duration, Instant};
 
@@ -21,7 +25,6 @@ use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
 const POOL: &str = "bench";
-const POLL: Duration = Duration::from_millis(10);
 const PAGE: &str = "data:text/html,<title>bench</title>";
 
 struct Bench {
@@ -92,20 +95,65 @@ impl Bench {
             "pod": {"tolerations": self.toleration}})
     }
 
-    /// Waits for Ready; returns the Pod and whether it was claimed warm.
-    async fn ready(&self, name: &str, t0: Instant) -> anyhow::Result<(f64, String, bool)> {
-        let deadline = t0 + Duration::from_secs(300);
+    /// Starts watching session `name` (before it is created, so that its
+    /// Ready is seen the moment the API server has it, without polling
+    /// load on the API server while the operator works); the watch ends at
+    /// Ready with the Pod and whether it was claimed warm.
+    fn watch_ready(&self, name: &str) -> tokio::task::JoinHandle<anyhow::Result<(Instant, String, bool)>> {
+        let (api, name) = (self.sessions(), name.to_owned());
+        tokio::spawn(async move {
+            let ready = |bs: Option<&BrowserSession>| {
+                bs.and_then(|b| b.status.as_ref()).is_some_and(|s| s.phase == Some(Phase::Ready))
+            };
+            let wait = kube::runtime::wait::await_condition(api, &name, ready);
+            let seen = tokio::time::timeout(Duration::from_secs(300), wait)
+                .await
+                .with_context(|| format!("waited 300 s for session {name} to be Ready"))??;
+            let at = Instant::now();
+            let status = seen.and_then(|b| b.status).context("Ready without a status")?;
+            let pod = status.pod_name.context("Ready without status.podName")?;
+            Ok((at, pod, status.pool.is_some_and(|p| p.claimed)))
+        })
+    }
+
+    /// Creates session `name` and waits for Ready: seconds from the create
+    /// request, the Pod, whether it was claimed warm.
+    async fn create_ready(&self, name: &str, spec: serde_json::Value) -> anyhow::Result<(f64, String, bool, Instant)> {
+        let watch = self.watch_ready(name);
+        // The watch's first list is answered before the clock starts.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let t0 = Instant::now();
+        self.create(name, spec).await?;
+        let (at, pod, claimed) = watch.await??;
+        Ok((at.duration_since(t0).as_secs_f64(), pod, claimed, t0))
+    }
+
+    /// Waits until the Pods of earlier rounds are gone and the pool holds
+    /// `n` ready Pods: a one-at-a-time claim is timed on a node that is not
+    /// also tearing down the last round's browsers.
+    async fn settled(&self, n: usize) -> anyhow::Result<()> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let deadline = Instant::now() + Duration::from_secs(300);
         loop {
-            let status = self.sessions().get(name).await?.status.unwrap_or_default();
-            if status.phase == Some(Phase::Ready) {
-                let pod = status.pod_name.context("Ready without status.podName")?;
-                return Ok((t0.elapsed().as_secs_f64(), pod, status.pool.is_some_and(|p| p.claimed)));
+            let listed = pods.list(&ListParams::default()).await?.items;
+            let leaving: Vec<String> = listed
+                .iter()
+                .filter(|p| {
+                    let warm = p.metadata.labels.as_ref().and_then(|l| l.get(POOL_STATE_LABEL)).map(String::as_str)
+                        == Some("warm");
+                    !warm || p.metadata.deletion_timestamp.is_some()
+                })
+                .filter_map(|p| p.metadata.name.clone())
+                .collect();
+            if leaving.is_empty() {
+                break;
             }
             if Instant::now() > deadline {
-                bail!("waited 300 s for session {name} to be Ready: phase {:?}", status.phase);
+                bail!("waited 300 s for the last round's Pods to go: {leaving:?} are still there");
             }
-            tokio::time::sleep(POLL).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        self.pool_full(n).await
     }
 
     async fn exec(&self, pod: &str, args: &[&str]) -> anyhow::Result<String> {
@@ -124,9 +172,7 @@ impl Bench {
 
     /// Create → Ready → first goto answered, for one session of `spec`.
     async fn drive(&self, name: &str, spec: serde_json::Value) -> anyhow::Result<Sample> {
-        let t0 = Instant::now();
-        self.create(name, spec).await?;
-        let (ready, pod, claimed) = self.ready(name, t0).await?;
+        let (ready, pod, claimed, t0) = self.create_ready(name, spec).await?;
         let out = self.exec(&pod, &["playwright-cli", "goto", PAGE]).await?;
         if !out.contains("Page Title: bench") {
             bail!("goto on {name} printed:\n{out}");
@@ -226,17 +272,18 @@ async fn main() -> anyhow::Result<()> {
     // One at a time, interleaved so that both see the same machine load.
     let (mut warm, mut cold) = (Vec::new(), Vec::new());
     for i in 0..n {
-        bench.pool_full(burst.max(1)).await?;
+        bench.settled(burst.max(1)).await?;
         warm.push(bench.drive(&format!("warm-{i}"), pooled.clone()).await?);
         cold.push(bench.drive(&format!("cold-{i}"), bench.cold_spec()).await?);
         eprintln!("round {i}: warm {:?} cold {:?}", warm[i], cold[i]);
         bench.delete_all().await?;
     }
 
-    // Bursts: the pool refilled to `burst` ready Pods first.
-    bench.pool_full(burst).await?;
+    // Bursts: the pool refilled to `burst` ready Pods and the last round's Pods gone first.
+    bench.settled(burst).await?;
     let warm_burst = bench.burst("wb", burst, pooled.clone()).await?;
     bench.delete_all().await?;
+    bench.settled(burst).await?;
     let cold_burst = bench.burst("cb", burst, bench.cold_spec()).await?;
     bench.delete_all().await?;
 
@@ -248,13 +295,10 @@ async fn main() -> anyhow::Result<()> {
     Api::<Secret>::namespaced(bench.client.clone(), &bench.ns).create(&PostParams::default(), &secret).await?;
     let mut authed = Vec::new();
     for i in 0..n.min(5) {
-        bench.pool_full(burst.max(1)).await?;
+        bench.settled(burst.max(1)).await?;
         let name = format!("auth-{i}");
-        let t0 = Instant::now();
-        bench
-            .create(&name, json!({"pool": {"name": POOL}, "authState": {"secretRef": {"name": "bench-auth"}}}))
-            .await?;
-        let (ready, pod, claimed) = bench.ready(&name, t0).await?;
+        let spec = json!({"pool": {"name": POOL}, "authState": {"secretRef": {"name": "bench-auth"}}});
+        let (ready, pod, claimed, t0) = bench.create_ready(&name, spec).await?;
         loop {
             if bench.exec(&pod, &["playwright-cli", "cookie-list"]).await?.contains("bench.invalid") {
                 break;

@@ -187,7 +187,14 @@ async fn a_session_claims_a_ready_warm_pod_in_place_and_the_pool_replenishes() -
     let service = Api::<Service>::namespaced(client.clone(), n).get("task-view").await?;
     let selector = service.spec.and_then(|s| s.selector).unwrap_or_default();
     ensure!(selector.iter().all(|(k, v)| pod.labels().get(k) == Some(v)), "{selector:?} vs {:?}", pod.labels());
-    Api::<NetworkPolicy>::namespaced(client.clone(), n).get("task-isolate").await?;
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), n);
+    let own = policies.get("task-isolate").await?.spec.and_then(|s| s.pod_selector).and_then(|s| s.match_labels);
+    ensure!(own.unwrap_or_default().iter().all(|(k, v)| pod.labels().get(k) == Some(v)), "task-isolate");
+    // And the pool's deny-all policy still selects it (the claim need not
+    // wait for the session's policy: until it exists the Pod has no network).
+    let pool_policy = policies.get("agents-warm").await?.spec.and_then(|s| s.pod_selector).and_then(|s| s.match_labels);
+    let pool_policy = pool_policy.context("agents-warm selects by labels")?;
+    ensure!(pool_policy.iter().all(|(k, v)| pod.labels().get(k) == Some(v)), "{pool_policy:?} vs {:?}", pod.labels());
 
     // The pool makes up for it: two unclaimed Pods again, one claimed counted.
     eventually(WAIT, || async {

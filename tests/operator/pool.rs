@@ -109,7 +109,8 @@ async fn pool_keeps_warm_pods_and_replaces_them_on_a_template_change() -> anyhow
     assert_eq!(np_spec.policy_types, Some(vec!["Ingress".to_owned(), "Egress".to_owned()]));
     assert!(np_spec.ingress.unwrap_or_default().is_empty() && np_spec.egress.unwrap_or_default().is_empty());
     let selector = np_spec.pod_selector.and_then(|s| s.match_labels).context("selector")?;
-    assert_eq!(selector.get(POOL_STATE_LABEL).map(String::as_str), Some(POOL_STATE_WARM));
+    // The pool's Pods, warm or claimed: a claimed Pod keeps its pool label.
+    assert_eq!(selector, [(POOL_LABEL.to_owned(), "shop".to_owned())].into());
 
     // Not ready yet; then ready.
     let s = eventually(WAIT, || async {

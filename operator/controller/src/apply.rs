@@ -145,7 +145,7 @@ pub fn stamp<K: Child>(obj: &K) -> Result<K> {
 }
 
 /// The digest [`stamp`] put on `stamped`.
-fn digest_of<K: Resource>(stamped: &K) -> &str {
+pub fn digest_of<K: Resource>(stamped: &K) -> &str {
     stamped.meta().annotations.as_ref().and_then(|a| a.get(APPLIED_ANNOTATION)).map_or("", String::as_str)
 }
 

@@ -8,8 +8,11 @@
 //! precondition: labels to the session, owner to the session. Two sessions
 //! racing for one Pod (a burst, two operator replicas) cannot both win: the
 //! second patch carries a stale `resourceVersion` and gets 409, and tries
-//! the next Pod. The session's NetworkPolicy exists before the Pod's labels
-//! change, so a claimed browser is never without its egress policy.
+//! the next Pod. A claimed browser is never without a policy: the pool's
+//! deny-all one keeps selecting it (by the pool label) and the session's
+//! adds what the session allows, so the claim and the session's policy are
+//! written at once (or, under a pool policy an older operator built, the
+//! session's policy first).
 
 pub mod deliver;
 pub mod effective;
@@ -271,9 +274,9 @@ async fn warm_pods(to: Target<'_>, pool_name: &str) -> Result<Vec<Pod>> {
 }
 
 /// Takes a ready warm Pod for the session, if the pool has one (of
-/// `listed`, read with the pool, or listed now): the session's
-/// NetworkPolicy and viewer Service first, then the Pod (labels and
-/// owner, under its resourceVersion). Its Secret and ConfigMap are the
+/// `listed`, read with the pool, or listed now): the Pod (labels and
+/// owner, under its resourceVersion), and the session's NetworkPolicy and
+/// viewer Service. Its Secret and ConfigMap are the
 /// caller's to re-own ([`rehome`]).
 async fn claim(
     to: Target<'_>,
@@ -284,8 +287,6 @@ async fn claim(
     session: &BrowserSession,
     settings: &Settings,
 ) -> Result<Claim> {
-    let ns = to.namespace;
-    let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
     let pool_name = pool.name_any();
     let candidates = match listed {
         Some(listed) => listed,
@@ -298,14 +299,63 @@ async fn claim(
     if order.is_empty() {
         return Ok(none_ready);
     }
-    // The egress policy the session asks for, in place before any Pod
-    // carries its labels; the viewer Service with it, so that a session
-    // said Ready is viewable (both are the session's, whichever Pod).
+    // The session's egress policy and viewer Service (both the session's,
+    // whichever Pod), in place before the session is said Ready. While the
+    // pool's policy covers claimed Pods (it denies all, and policies add
+    // up), a claimed Pod is never without a policy, so the claim goes at
+    // the same time; otherwise (a pool's policy not yet rebuilt by this
+    // operator) the session's policy comes before any Pod has its labels.
     let children = crate::children::build(session, id, settings)?;
-    crate::apply::apply_isolation_and_viewer(to, &children).await?;
-    let mut labels = child_labels(&id.name, COMPONENT_BROWSER);
-    labels.insert(POOL_LABEL.to_owned(), pool_name.clone());
+    let isolation = crate::apply::apply_isolation_and_viewer(to, &children);
+    let take = take_one(to, &pool_name, order, &pool_uid, &hash, id);
+    let took = if pool_policy_covers_claims(to, pool)? {
+        let (applied, took) = futures::join!(isolation, take);
+        applied?;
+        took?
+    } else {
+        isolation.await?;
+        take.await?
+    };
+    Ok(took.map_or(none_ready, |pod| Claim::Took(Box::new(pod))))
+}
+
+/// Whether the pool's NetworkPolicy, as last watched, is the one this
+/// operator builds, which covers the pool's claimed Pods as well as its
+/// warm ones ([`crate::pool::warm::pool_network_policy`]).
+fn pool_policy_covers_claims(to: Target<'_>, pool: &BrowserPool) -> Result<bool> {
+    let name = crate::pool::warm::network_policy_name(&pool.name_any());
+    covers_claims(to.cache.network_policies.seen(to.namespace, &name).as_ref(), pool)
+}
+
+/// Whether `seen`, the pool's NetworkPolicy as watched, bears the digest
+/// of the policy this operator builds for `pool`.
+fn covers_claims(seen: Option<&Seen>, pool: &BrowserPool) -> Result<bool> {
+    let built = crate::apply::stamp(&crate::pool::warm::pool_network_policy(&crate::pool::identity(pool)?))?;
+    Ok(seen.and_then(|s| s.stamp.as_deref()) == Some(crate::apply::digest_of(&built)))
+}
+
+/// The labels a claim gives a Pod: the session's, and the pool's with the
+/// state `claimed` (the pool label keeps the pool's policy on it).
+fn claimed_labels(session: &str, pool_name: &str) -> std::collections::BTreeMap<String, String> {
+    let mut labels = child_labels(session, COMPONENT_BROWSER);
+    labels.insert(POOL_LABEL.to_owned(), pool_name.to_owned());
     labels.insert(POOL_STATE_LABEL.to_owned(), POOL_STATE_CLAIMED.to_owned());
+    labels
+}
+
+/// Claims the first of `order` that is still claimable: labels and owner
+/// to the session, under the Pod's resourceVersion.
+async fn take_one(
+    to: Target<'_>,
+    pool_name: &str,
+    order: Vec<&Pod>,
+    pool_uid: &str,
+    hash: &str,
+    id: &Identity,
+) -> Result<Option<Pod>> {
+    let ns = to.namespace;
+    let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
+    let labels = claimed_labels(&id.name, pool_name);
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
     for candidate in order {
         let name = candidate.name_any();
@@ -323,10 +373,10 @@ async fn claim(
                 "ownerReferences": [id.owner],
             }});
             match pods.patch(&name, &params, &Patch::Merge(&patch)).await {
-                Ok(pod) => return Ok(Claim::Took(Box::new(pod))),
+                Ok(pod) => return Ok(Some(pod)),
                 Err(kube::Error::Api(s)) if s.code == 409 => {
                     match pods.get_opt(&name).await.map_err(Error::kube("get", "Pod", ns, &name))? {
-                        Some(fresh) if pick::claimable(&fresh, &pool_uid, &hash) => seen = fresh,
+                        Some(fresh) if pick::claimable(&fresh, pool_uid, hash) => seen = fresh,
                         // Another session took it, or it is leaving: the next one.
                         _ => break,
                     }
@@ -336,7 +386,7 @@ async fn claim(
             }
         }
     }
-    Ok(none_ready)
+    Ok(None)
 }
 
 /// Whether the claimed Pod's ConfigMap (from the cache) and Secret (its
@@ -420,6 +470,45 @@ mod tests {
         assert!(before.viewer_service.is_some());
         assert_eq!(before.viewer_service, after.viewer_service);
         assert_ne!(before.runtime_config.metadata.name, after.runtime_config.metadata.name, "the Pod's own");
+    }
+
+    fn pool(name: &str) -> BrowserPool {
+        let mut pool: BrowserPool = serde_json::from_value(json!({
+            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool",
+            "metadata": {"name": name, "namespace": "team", "uid": "pool-uid"},
+            "spec": {"minReady": 1, "template": {"image": "i"}}
+        }))
+        .unwrap();
+        pool.metadata.uid = Some("pool-uid".into());
+        pool
+    }
+
+    #[test]
+    fn a_claimed_pod_stays_under_the_pools_deny_all_policy() {
+        let policy = crate::pool::warm::pool_network_policy(&crate::pool::identity(&pool("shop")).unwrap());
+        let selector = policy.spec.and_then(|s| s.pod_selector).and_then(|s| s.match_labels).unwrap();
+        let claimed = claimed_labels("task", "shop");
+        assert!(selector.iter().all(|(k, v)| claimed.get(k) == Some(v)), "{selector:?} vs {claimed:?}");
+        assert_eq!(claimed[SESSION_LABEL], "task", "and the session's policy and Service select it");
+    }
+
+    #[test]
+    fn a_claim_goes_beside_the_sessions_policy_only_under_a_pool_policy_this_operator_built() {
+        let shop = pool("shop");
+        let built =
+            crate::apply::stamp(&crate::pool::warm::pool_network_policy(&crate::pool::identity(&shop).unwrap()))
+                .unwrap();
+        let seen = Seen::of(&built.metadata);
+        assert!(covers_claims(Some(&seen), &shop).unwrap());
+        assert!(!covers_claims(None, &shop).unwrap(), "not watched yet: the session's policy first");
+        // An older operator's policy selected only warm Pods: another digest.
+        let mut older = crate::pool::warm::pool_network_policy(&crate::pool::identity(&shop).unwrap());
+        let spec = older.spec.as_mut().unwrap();
+        spec.pod_selector.as_mut().unwrap().match_labels = Some(crate::pool::warm::warm_selector("shop"));
+        let older = Seen::of(&crate::apply::stamp(&older).unwrap().metadata);
+        assert!(!covers_claims(Some(&older), &shop).unwrap());
+        // Another pool's policy is not this one's.
+        assert!(!covers_claims(Some(&seen), &pool("other")).unwrap());
     }
 
     #[test]

@@ -126,7 +126,8 @@ pub async fn reconcile(pool: Arc<BrowserPool>, ctx: Arc<Context>) -> Result<Acti
     Ok(Action::requeue(REQUEUE))
 }
 
-fn identity(pool: &BrowserPool) -> Result<PoolIdentity> {
+/// The pool's name, namespace and the owner reference its objects carry.
+pub(crate) fn identity(pool: &BrowserPool) -> Result<PoolIdentity> {
     let meta = pool.meta();
     Ok(PoolIdentity {
         name: meta.name.clone().ok_or(Error::MissingPoolMetadata("name"))?,

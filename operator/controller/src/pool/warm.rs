@@ -167,9 +167,11 @@ fn mount_auth_state_slot(pod: &mut Pod, warm_name: &str) {
 /// The warm Pod's auth state volume (the name a cold session's uses).
 const AUTH_STATE_VOLUME: &str = "auth-state";
 
-/// `<pool>-warm`: no ingress and no egress for the pool's unclaimed Pods (a
-/// warm browser loads nothing; a claimed Pod leaves its selector and its
-/// session's own policy applies).
+/// `<pool>-warm`: no ingress and no egress for the pool's Pods (a warm
+/// browser loads nothing). It selects claimed Pods too, which keep the pool
+/// label: policies add up, and one without rules adds nothing, so a claimed
+/// Pod has exactly its session's policy once that exists and none of the
+/// network before. A claim need not wait for the session's policy.
 pub fn pool_network_policy(pool: &PoolIdentity) -> NetworkPolicy {
     let mut labels = child_labels(&pool.name, "network-policy");
     // Not a session's object.
@@ -185,7 +187,7 @@ pub fn pool_network_policy(pool: &PoolIdentity) -> NetworkPolicy {
         },
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(LabelSelector {
-                match_labels: Some(warm_selector(&pool.name)),
+                match_labels: Some(BTreeMap::from([(POOL_LABEL.to_owned(), pool.name.clone())])),
                 ..LabelSelector::default()
             }),
             policy_types: Some(vec!["Ingress".into(), "Egress".into()]),

@@ -131,7 +131,7 @@ fn names_fit_63_characters_for_the_longest_pool_name() {
 }
 
 #[test]
-fn the_pool_policy_denies_all_traffic_of_unclaimed_pods() {
+fn the_pool_policy_denies_all_traffic_of_its_pods_warm_or_claimed() {
     let np = pool_network_policy(&pool_id("shop"));
     assert_eq!(np.metadata.name.as_deref(), Some("shop-warm"));
     let labels = np.metadata.labels.clone().expect("labels");
@@ -142,7 +142,10 @@ fn the_pool_policy_denies_all_traffic_of_unclaimed_pods() {
     assert_eq!(spec.policy_types, Some(vec!["Ingress".to_owned(), "Egress".to_owned()]));
     assert_eq!((spec.ingress, spec.egress), (None, None), "no rule at all: deny everything");
     let selector = spec.pod_selector.and_then(|s| s.match_labels).expect("selector");
-    assert_eq!(selector, warm_selector("shop"));
+    // A claimed Pod keeps the pool label (the claim sets it), so it stays
+    // covered until its session's policy adds what the session allows.
+    assert_eq!(selector, BTreeMap::from([(POOL_LABEL.to_owned(), "shop".to_owned())]));
+    assert!(selector.iter().all(|(k, v)| warm_selector("shop").get(k) == Some(v)));
     assert_eq!(warm_selector_string("shop"), "playpen.dev/pool=shop,playpen.dev/pool-state=warm");
 }
 
