@@ -19,7 +19,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::{MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
-use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SandboxMode};
+use playpen_api::v1alpha1::{condition, BrowserPool, BrowserSessionStatus, Phase, SandboxMode};
 use playpen_api::BrowserSession;
 use serde_json::json;
 use tokio_util::task::AbortOnDropHandle;
@@ -188,7 +188,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let session_id = Identity::of(&bs)?;
     let now = Timestamp::now();
     let caches = ctx.caches();
-    caches.ready().await;
+    let filled = caches.ready().await;
     let target =
         apply::Target { client: &ctx.client, fence: &ctx.fence, namespace: &session_id.namespace, cache: &caches };
     // claim: a pooled session runs the pool's template, maybe in a warm Pod
@@ -196,7 +196,11 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         None => None,
         Some(pool_ref) => {
             let started = Instant::now();
-            let resolved = claim::resolve(target, &bs, &session_id, pool_ref, &ctx.settings).await?;
+            // Nothing of this session can exist that the caches would not
+            // show: it has no status yet, no earlier reconcile of it in this
+            // process failed half-way, and the caches hold their first lists.
+            let untouched = bs.status.is_none() && !ctx.failures.failing(&key(&bs)) && filled;
+            let resolved = claim::resolve(target, &bs, &session_id, pool_ref, &ctx.settings, untouched).await?;
             if let Some(result) = outcome::attempt(&resolved) {
                 ctx.metrics.claim_decided(result.as_str(), started.elapsed().as_secs_f64());
             }
@@ -488,11 +492,22 @@ fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches)
     let sessions = controller.store();
     // Unclaimed pool Pods are the pool's, not a session's: a mapper, not
     // `owns`, wakes the sessions waiting on their pool when one is ready.
+    // Cached: a claim picks from them without a round trip.
     let warm = watcher::Config::default().labels(&format!("{POOL_LABEL},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
+    let warm = cached_pods(api::<CachedPod>(client, namespace), warm, &mut caches.warm);
+    // Pools wake nobody (a waiting session is woken by a ready Pod); they
+    // are cached for the claims, which read the pool's template.
+    let (pools, writer) = reflector::store();
+    caches.pools.push(pools);
+    let pools = watcher(api::<BrowserPool>(client, namespace), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .touched_objects();
     controller
-        .watches(api::<Pod>(client, namespace), warm, move |pod: Pod| {
-            claim::wake::sessions_to_wake(&pod, sessions.state().iter().map(|s| &**s))
+        .watches_stream(warm, move |pod: CachedPod| {
+            claim::wake::sessions_to_wake(&pod.to_pod(), sessions.state().iter().map(|s| &**s))
         })
+        .watches_stream(pools, |_: BrowserPool| std::iter::empty())
         .owns_stream(cached_pods(api::<CachedPod>(client, namespace), owned(), &mut caches.pods))
         .owns_stream(cached_metas(
             api::<PartialObjectMeta<ConfigMap>>(client, namespace),

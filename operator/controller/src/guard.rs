@@ -56,6 +56,11 @@ impl Failures {
             .unwrap_or(1)
     }
 
+    /// Whether `key`'s last reconcile failed.
+    pub fn failing(&self, key: &str) -> bool {
+        self.0.lock().map(|f| f.contains_key(key)).unwrap_or(true)
+    }
+
     /// Ends `key`'s streak (a reconcile succeeded).
     pub fn clear(&self, key: &str) {
         self.0.lock().map(|mut f| f.remove(key)).ok();
@@ -109,7 +114,9 @@ mod tests {
         let streak: Vec<u32> = (0..20).map(|_| failures.record("ns/a")).collect();
         assert_eq!(streak[..3], [1, 2, 3]);
         assert_eq!(failures.record("ns/b"), 1, "per object");
+        assert!(failures.failing("ns/a") && !failures.failing("ns/c"));
         failures.clear("ns/a");
+        assert!(!failures.failing("ns/a"), "a success ends the streak");
         assert_eq!(failures.record("ns/a"), 1, "a success ends the streak");
         assert_eq!(backoff(1), Action::requeue(Duration::from_secs(1)));
         assert_eq!(backoff(4), Action::requeue(Duration::from_secs(8)));

@@ -21,6 +21,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Servi
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Resource;
+use playpen_api::v1alpha1::BrowserPool;
 use serde_json::Value;
 
 pub use applied::Applied;
@@ -54,6 +55,16 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Stores<K> {
         self.0.iter().find_map(|s| s.get(&key))
     }
 
+    /// The first object `predicate` accepts, in any store.
+    pub fn find(&self, predicate: impl Fn(&K) -> bool) -> Option<Arc<K>> {
+        self.0.iter().find_map(|s| s.find(&predicate))
+    }
+
+    /// Every object `predicate` accepts.
+    pub fn filter(&self, predicate: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
+        self.0.iter().flat_map(|s| s.state_filter(&predicate)).collect()
+    }
+
     async fn ready(&self) {
         for store in &self.0 {
             // Err: the writer is gone (controller stopped); nothing to wait for.
@@ -65,8 +76,13 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Stores<K> {
 /// The session controller's stores of the children it owns.
 #[derive(Debug, Clone, Default)]
 pub struct Caches {
-    /// Browser Pods (owned by sessions, claimed or cold), as a reconcile reads them.
+    /// Browser Pods (owned by sessions, claimed or cold, and the pools'
+    /// warm ones), as a reconcile reads them.
     pub pods: Stores<CachedPod>,
+    /// The pools' unclaimed Pods (a claim picks from these first).
+    pub warm: Stores<CachedPod>,
+    /// BrowserPools (a pooled session runs its pool's template).
+    pub pools: Stores<BrowserPool>,
     /// Runtime ConfigMaps.
     pub config_maps: Applied<ConfigMap>,
     /// Viewer Services.
@@ -117,18 +133,23 @@ const READY_WAIT: Duration = Duration::from_secs(10);
 
 impl Caches {
     /// Waits until every store holds its first list, so the first
-    /// reconciles after a start (a full resync) find what exists.
-    pub async fn ready(&self) {
+    /// reconciles after a start (a full resync) find what exists. False
+    /// when they did not within [`READY_WAIT`]: a miss then says nothing.
+    pub async fn ready(&self) -> bool {
         let all = async {
             self.pods.ready().await;
+            self.warm.ready().await;
+            self.pools.ready().await;
             self.config_maps.ready().await;
             self.services.ready().await;
             self.network_policies.ready().await;
             self.claims.ready().await;
         };
-        if tokio::time::timeout(READY_WAIT, all).await.is_err() {
+        let filled = tokio::time::timeout(READY_WAIT, all).await.is_ok();
+        if !filled {
             tracing::warn!("child caches not filled within {READY_WAIT:?}; reconciling without them");
         }
+        filled
     }
 }
 

@@ -33,6 +33,7 @@ use serde_json::json;
 
 use crate::apply::Target;
 use crate::cache::applied::Seen;
+use crate::cache::CachedPod;
 use crate::children::{child_labels, Identity, Settings, COMPONENT_BROWSER};
 use crate::error::{Error, Result};
 
@@ -142,30 +143,29 @@ impl Refusal {
 }
 
 /// Resolves a pooled session: its effective spec, and the browser it has,
-/// claims or will start cold.
+/// claims or will start cold. `untouched`: nothing of the session can exist
+/// that the caches do not show (see [`own_pod`]).
 pub async fn resolve(
     to: Target<'_>,
     bs: &BrowserSession,
     id: &Identity,
     pool_ref: &PoolRef,
     settings: &Settings,
+    untouched: bool,
 ) -> Result<std::result::Result<Pooled, Refusal>> {
-    let ns = to.namespace;
-    let pools: Api<BrowserPool> = Api::namespaced(to.client.clone(), ns);
     let uid = bs.meta().uid.clone().unwrap_or_default();
-    // Independent reads, at once: a claim's latency is counted in round
-    // trips. A session whose status names no Pod yet will likely claim:
-    // the pool's warm Pods are listed with the rest, not after.
-    let pool =
-        async { pools.get_opt(&pool_ref.name).await.map_err(Error::kube("get", "BrowserPool", ns, &pool_ref.name)) };
+    // A claim's latency is counted in round trips: the pool and its warm
+    // Pods come from the caches, and a read goes to the API server only
+    // for what they miss; independent reads go at once.
     let unplaced = bs.status.as_ref().and_then(|s| s.pod_name.as_ref()).is_none();
     let warm = async {
         match unplaced {
-            true => warm_pods(to, &pool_ref.name).await.map(Some),
+            true => Ok(Some(cached_warm_pods(to, &pool_ref.name))),
             false => Ok(None),
         }
     };
-    let (pool, own, warm) = futures::try_join!(pool, own_pod(to, bs, id, &uid), warm)?;
+    let (pool, own, warm) =
+        futures::try_join!(pool_of(to, &pool_ref.name), own_pod(to, bs, id, &uid, untouched), warm)?;
     let Some(pool) = pool else {
         return Ok(Err(Refusal::PoolNotFound(pool_ref.name.clone())));
     };
@@ -202,15 +202,41 @@ pub async fn resolve(
     Ok(Ok(Pooled { session, id, source, decided }))
 }
 
+/// The pool, from the cache; read when the cache has not seen it (just
+/// created). `None`: it does not exist.
+async fn pool_of(to: Target<'_>, name: &str) -> Result<Option<BrowserPool>> {
+    if let Some(pool) = to.cache.pools.get(to.namespace, name) {
+        return Ok(Some((*pool).clone()));
+    }
+    let pools: Api<BrowserPool> = Api::namespaced(to.client.clone(), to.namespace);
+    pools.get_opt(name).await.map_err(Error::kube("get", "BrowserPool", to.namespace, name))
+}
+
 /// The Pod this session already runs in, if any: the one its status names,
-/// from the cache; otherwise (a first reconcile, a status write that never
-/// landed) whatever the API server lists with its label and ownership.
-async fn own_pod(to: Target<'_>, bs: &BrowserSession, id: &Identity, uid: &str) -> Result<Option<Pod>> {
+/// from the cache; for an `untouched` session (no status, no reconcile
+/// that failed half-way, caches filled) whatever the cache holds with its
+/// label and ownership; otherwise (a status write that never landed, a
+/// reconcile that failed after its claim) whatever the API server lists.
+async fn own_pod(
+    to: Target<'_>,
+    bs: &BrowserSession,
+    id: &Identity,
+    uid: &str,
+    untouched: bool,
+) -> Result<Option<Pod>> {
     let owned =
         |meta: &ObjectMeta| meta.owner_references.iter().flatten().any(|o| o.uid == uid && o.controller == Some(true));
     let named = bs.status.as_ref().and_then(|s| s.pod_name.as_deref());
     if let Some(pod) = named.and_then(|name| to.cache.pods.get(to.namespace, name)).filter(|p| owned(&p.metadata)) {
         return Ok(Some(pod.to_pod()));
+    }
+    if untouched {
+        let labelled = |pod: &CachedPod| {
+            pod.metadata.namespace.as_deref() == Some(to.namespace)
+                && pod.metadata.labels.as_ref().and_then(|l| l.get(SESSION_LABEL)) == Some(&id.name)
+                && owned(&pod.metadata)
+        };
+        return Ok(to.cache.pods.find(labelled).map(|pod| pod.to_pod()));
     }
     let pods: Api<Pod> = Api::namespaced(to.client.clone(), to.namespace);
     let mine = ListParams::default().labels(&format!("{SESSION_LABEL}={}", id.name));
@@ -266,6 +292,15 @@ enum Claim {
     NoneReady { warming: usize },
 }
 
+/// The unclaimed Pods of pool `pool_name`, as the warm Pods' watch has them.
+fn cached_warm_pods(to: Target<'_>, pool_name: &str) -> Vec<Pod> {
+    let of_pool = |pod: &CachedPod| {
+        pod.metadata.namespace.as_deref() == Some(to.namespace)
+            && pod.metadata.labels.as_ref().and_then(|l| l.get(POOL_LABEL)).map(String::as_str) == Some(pool_name)
+    };
+    to.cache.warm.filter(of_pool).iter().map(|pod| pod.to_pod()).collect()
+}
+
 /// The unclaimed Pods of pool `pool_name`, as the API server has them now.
 async fn warm_pods(to: Target<'_>, pool_name: &str) -> Result<Vec<Pod>> {
     let pods: Api<Pod> = Api::namespaced(to.client.clone(), to.namespace);
@@ -274,7 +309,7 @@ async fn warm_pods(to: Target<'_>, pool_name: &str) -> Result<Vec<Pod>> {
 }
 
 /// Takes a ready warm Pod for the session, if the pool has one (of
-/// `listed`, read with the pool, or listed now): the Pod (labels and
+/// `listed`, from the cache, or listed now): the Pod (labels and
 /// owner, under its resourceVersion), and the session's NetworkPolicy and
 /// viewer Service. Its Secret and ConfigMap are the
 /// caller's to re-own ([`rehome`]).
@@ -288,12 +323,19 @@ async fn claim(
     settings: &Settings,
 ) -> Result<Claim> {
     let pool_name = pool.name_any();
-    let candidates = match listed {
+    let hash = crate::pool::warm::template_hash(&pool.spec.template)?;
+    let pool_uid = pool.meta().uid.clone().unwrap_or_default();
+    let cached = listed.is_some();
+    let mut candidates = match listed {
         Some(listed) => listed,
         None => warm_pods(to, &pool_name).await?,
     };
-    let hash = crate::pool::warm::template_hash(&pool.spec.template)?;
-    let pool_uid = pool.meta().uid.clone().unwrap_or_default();
+    // A cached Pod that changed since is caught by the claim's
+    // resourceVersion; one that turned ready since is not in the cache yet:
+    // no cold start or wait before the API server says none is ready.
+    if cached && pick::order(&candidates, &pool_uid, &hash, 0).is_empty() {
+        candidates = warm_pods(to, &pool_name).await?;
+    }
     let order = pick::order(&candidates, &pool_uid, &hash, salt(bs));
     let none_ready = Claim::NoneReady { warming: pick::warming(&candidates, &pool_uid, &hash) };
     if order.is_empty() {
