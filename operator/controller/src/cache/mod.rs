@@ -132,14 +132,15 @@ impl SecretsSeen {
 const READY_WAIT: Duration = Duration::from_secs(10);
 
 impl Caches {
-    /// Waits until every store holds its first list, so the first
-    /// reconciles after a start (a full resync) find what exists. False
-    /// when they did not within [`READY_WAIT`]: a miss then says nothing.
+    /// Waits until every store of children holds its first list, so the
+    /// first reconciles after a start (a full resync) find what exists.
+    /// False when they did not within [`READY_WAIT`]: a miss then says
+    /// nothing. Not the warm Pods' and pools' stores: a claim asks the API
+    /// server when they miss, and a cluster without the BrowserPool CRD
+    /// (whose watch never lists) must not hold up every reconcile.
     pub async fn ready(&self) -> bool {
         let all = async {
             self.pods.ready().await;
-            self.warm.ready().await;
-            self.pools.ready().await;
             self.config_maps.ready().await;
             self.services.ready().await;
             self.network_policies.ready().await;
