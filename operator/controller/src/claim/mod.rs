@@ -158,14 +158,8 @@ pub async fn resolve(
     // Pods come from the caches, and a read goes to the API server only
     // for what they miss; independent reads go at once.
     let unplaced = bs.status.as_ref().and_then(|s| s.pod_name.as_ref()).is_none();
-    let warm = async {
-        match unplaced {
-            true => Ok(Some(cached_warm_pods(to, &pool_ref.name))),
-            false => Ok(None),
-        }
-    };
-    let (pool, own, warm) =
-        futures::try_join!(pool_of(to, &pool_ref.name), own_pod(to, bs, id, &uid, untouched), warm)?;
+    let warm = unplaced.then(|| cached_warm_pods(to, &pool_ref.name));
+    let (pool, own) = futures::try_join!(pool_of(to, &pool_ref.name), own_pod(to, bs, id, &uid, untouched))?;
     let Some(pool) = pool else {
         return Ok(Err(Refusal::PoolNotFound(pool_ref.name.clone())));
     };
@@ -333,7 +327,7 @@ async fn claim(
     // A cached Pod that changed since is caught by the claim's
     // resourceVersion; one that turned ready since is not in the cache yet:
     // no cold start or wait before the API server says none is ready.
-    if cached && pick::order(&candidates, &pool_uid, &hash, 0).is_empty() {
+    if cached && !candidates.iter().any(|p| pick::claimable(p, &pool_uid, &hash)) {
         candidates = warm_pods(to, &pool_name).await?;
     }
     let order = pick::order(&candidates, &pool_uid, &hash, salt(bs));
