@@ -13,6 +13,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::v1alpha1::{condition, Phase};
 use playpen_api::BrowserSession;
+use playpen_operator::children::COMPONENT_BASELINE;
 use serde_json::json;
 
 use crate::kubectl::exec;
@@ -212,6 +213,8 @@ impl Fleet {
         Ok(items
             .iter()
             .filter(|o| o.meta().deletion_timestamp.is_none())
+            // The namespace's baseline policy serves every session: no owner.
+            .filter(|o| o.labels().get("app.kubernetes.io/component").map(String::as_str) != Some(COMPONENT_BASELINE))
             .filter(|o| !o.owner_references().iter().any(|r| r.kind == "BrowserSession" && live_uids.contains(&r.uid)))
             .map(|o| format!("{} {}", K::kind(&K::DynamicType::default()), o.name_any()))
             .collect())

@@ -2,6 +2,7 @@
 //! kube-controller-manager (no kubelet: Pod status is written by the tests).
 
 mod admission;
+mod baseline;
 mod claims;
 mod hostile;
 mod leader;

@@ -77,11 +77,31 @@ async fn a_session_costs_seven_writes_to_ready_and_a_resync_costs_none() -> anyh
         operator.iter().copied().filter(|w| !w.contains("/events") && !w.ends_with("/status")).collect();
     let objects = operator.len() - events;
     println!("operator writes, create to Ready ({objects} + {events} Events): {operator:#?}");
-    // Five children, each once; the status when they are made, at the
-    // scheduler's verdict (if any) and at Ready: 7 without a verdict.
-    ensure!(children.len() == 5 && objects - statuses == 5, "each child once: {operator:#?}");
+    // Five children, each once, and the namespace's baseline policy (a
+    // second NetworkPolicy create: the first session of a namespace only);
+    // the status when they are made, at the scheduler's verdict (if any)
+    // and at Ready: 7 without a verdict, and the baseline.
+    ensure!(children.len() == 5 && objects - statuses == 6, "each child once, and the baseline: {operator:#?}");
     ensure!(events == 0, "no Event for a session that needs no attention: {operator:#?}");
     ensure!(statuses <= 2 + verdict, "{statuses} status writes (target {}): {operator:#?}", 2 + verdict);
+
+    // The next session of the namespace: its five children and one status
+    // write (no Pod status here), no baseline again.
+    let second = log.count();
+    create(&client, n, session("w2", json!({"image": "i"}))).await?;
+    eventually(WAIT, || async {
+        let named = sessions.get("w2").await?.status.and_then(|s| s.pod_name);
+        ensure!(named.is_some(), "w2's status does not name its Pod yet");
+        Ok(())
+    })
+    .await?;
+    after_scheduler_verdict(&pods, "w2-browser").await;
+    let all = settled(&log, Duration::from_secs(2)).await;
+    let operator: Vec<&String> = all.iter().skip(second).filter(|w| !w.ends_with("/browsersessions")).collect();
+    let statuses = operator.iter().filter(|w| w.ends_with("/status")).count();
+    let policies = operator.iter().filter(|w| w.ends_with("/networkpolicies")).count();
+    ensure!(operator.len() - statuses == 5 && policies == 1, "w2: five children, no baseline: {operator:#?}");
+    ensure!(statuses <= 2, "{statuses} status writes for w2 (Pending, and the scheduler's verdict): {operator:#?}");
 
     // A change that asks for nothing (an annotation) is reconciled with no write.
     let quiet = log.count();

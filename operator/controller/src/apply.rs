@@ -150,27 +150,31 @@ pub fn digest_of<K: Resource>(stamped: &K) -> &str {
 }
 
 /// Records that `obj`, as the API server returned it, is as wanted at its
-/// resourceVersion: until it changes, a reconcile trusts it unread.
+/// resourceVersion: until it changes, a reconcile trusts it unread (and
+/// until a watch shows it, for a few seconds, trusts it is there).
 fn remember<K: Cached>(to: Target<'_>, obj: &K) {
     if let Some(applied) = K::applied(to.cache) {
-        applied.verified(to.namespace, &obj.name_any(), obj.meta().resource_version.as_deref());
+        let (name, version) = (obj.name_any(), obj.meta().resource_version.as_deref());
+        applied.verified(to.namespace, &name, version);
+        applied.answered(to.namespace, &name, digest_of(obj), version);
     }
 }
 
 /// Applies `obj` unless the cache shows it already as wanted: the same
 /// digest (nothing we build changed) and unchanged since it was last seen
-/// with every field as we set it (no hand edit since).
-pub async fn ensure<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<()> {
+/// with every field as we set it (no hand edit since). Says what it found.
+pub async fn ensure<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<Found> {
     let stamped = stamp(obj)?;
-    if look(to, &stamped).await? == Found::Differs {
+    let found = look(to, &stamped).await?;
+    if found == Found::Differs {
         apply_stamped(to, &stamped).await?;
     }
-    Ok(())
+    Ok(found)
 }
 
-/// What [`look`] found of a stamped child.
+/// What [`ensure`] found of a stamped child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Found {
+pub enum Found {
     /// It was missing: created as built now.
     Created,
     /// There, as wanted: nothing to write.
@@ -339,14 +343,42 @@ pub async fn apply_all_but_the_pod(to: Target<'_>, children: &Children, seen: Se
     Ok(())
 }
 
-/// What the Pod mounts: its launch Secret, runtime ConfigMap, snapshot claim.
-pub async fn apply_mounted(to: Target<'_>, children: &Children, seen: Seen) -> Result<()> {
-    futures::try_join!(
+/// Creates the Pod at once with everything it mounts and is isolated by,
+/// for a session none of whose children were made yet: one round trip
+/// where [`apply_children`] then [`create_the_pod`] take two, and a
+/// reconcile holds its slot that much less. Only under the namespace's
+/// baseline policy ([`crate::baseline`]): it isolates the Pod until the
+/// session's own policy exists. A mount that was there already with other
+/// contents (left by a deleted session of the same name, not collected
+/// yet) may have been read by the Pod before it was rewritten: that Pod is
+/// deleted, and the next reconcile (woken by the deletion) creates it
+/// again, after its mounts.
+pub async fn create_with_children(to: Target<'_>, children: &Children) -> Result<()> {
+    let pod = stamp(&children.pod)?;
+    let (rewrote, isolated, created) = futures::join!(
+        apply_mounted(to, children, Seen::Unknown),
+        apply_isolation_and_viewer(to, children),
+        create_stamped(to, &pod),
+    );
+    if let (Ok(true), Ok(Some(created))) = (&rewrote, &created) {
+        let uid = created.uid().unwrap_or_default();
+        delete_pod(to, &created.name_any(), &uid).await?;
+    }
+    rewrote?;
+    isolated?;
+    created.map(drop)
+}
+
+/// What the Pod mounts: its launch Secret, runtime ConfigMap, snapshot
+/// claim. Says whether one of them was there with other contents (and was
+/// rewritten).
+pub async fn apply_mounted(to: Target<'_>, children: &Children, seen: Seen) -> Result<bool> {
+    let found = futures::try_join!(
         ensure_secret(to, children.launch_secret.as_ref(), seen),
         ensure(to, &children.runtime_config),
         ensure_opt(to, children.snapshot_claim.as_ref()),
     )?;
-    Ok(())
+    Ok([found.0, found.1, found.2].contains(&Found::Differs))
 }
 
 /// The session's NetworkPolicy and viewer Service: they select the session's
@@ -362,30 +394,33 @@ pub async fn apply_isolation_and_viewer(to: Target<'_>, children: &Children) -> 
 /// The launch config Secret: read and compared first when it was applied
 /// before, so an unchanged one is not written; a hand edit is still put
 /// back. On a first apply it is created (compared when it exists).
-async fn ensure_secret(to: Target<'_>, desired: Option<&Secret>, seen: Seen) -> Result<()> {
-    let Some(desired) = desired else { return Ok(()) };
+async fn ensure_secret(to: Target<'_>, desired: Option<&Secret>, seen: Seen) -> Result<Found> {
+    let Some(desired) = desired else { return Ok(Found::AsWanted) };
     let desired = &stamp(desired)?;
     let name = desired.name_any();
     let digest = digest_of(desired);
     let seen_lately = |to: Target<'_>| to.cache.secrets.saw(to.namespace, &name, digest);
-    if seen == Seen::Unknown && create_or_compare(to, desired).await? != Found::Differs {
-        seen_lately(to);
-        return Ok(());
+    if seen == Seen::Unknown {
+        let found = create_or_compare(to, desired).await?;
+        if found != Found::Differs {
+            seen_lately(to);
+            return Ok(found);
+        }
     }
     if seen == Seen::Before {
         if to.cache.secrets.fresh(to.namespace, &name, digest) {
-            return Ok(());
+            return Ok(Found::AsWanted);
         }
         let api: Api<Secret> = Api::namespaced(to.client.clone(), to.namespace);
         let live = api.get_opt(&name).await.map_err(Error::kube("get", "Secret", to.namespace, &name))?;
         if live.is_some_and(|live| cache::matches(&live, desired)) {
             seen_lately(to);
-            return Ok(());
+            return Ok(Found::AsWanted);
         }
     }
     apply_stamped(to, desired).await?;
     seen_lately(to);
-    Ok(())
+    Ok(Found::Differs)
 }
 
 /// The viewer Service, with its ports exactly as built. Server-side apply
@@ -427,10 +462,10 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
 }
 
 /// [`ensure`] for an optional child.
-async fn ensure_opt<K: Cached + Child>(to: Target<'_>, obj: Option<&K>) -> Result<()> {
+async fn ensure_opt<K: Cached + Child>(to: Target<'_>, obj: Option<&K>) -> Result<Found> {
     match obj {
         Some(obj) => ensure(to, obj).await,
-        None => Ok(()),
+        None => Ok(Found::AsWanted),
     }
 }
 

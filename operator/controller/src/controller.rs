@@ -26,6 +26,7 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::{info, instrument, warn};
 
 use crate::apply::PodState;
+use crate::baseline::Baselines;
 use crate::cache::{self, CachedPod, Caches};
 use crate::children::{self, Identity, Settings};
 use crate::claim::outcome::{self, ClaimResult};
@@ -55,6 +56,7 @@ pub struct Context {
     /// they restart, after a lost and regained leadership).
     caches: RwLock<Arc<Caches>>,
     written: Written,
+    baselines: Baselines,
 }
 
 impl std::fmt::Debug for Context {
@@ -77,6 +79,7 @@ impl Context {
             recovery: RecoveryBudget::default(),
             caches: RwLock::default(),
             written: Written::default(),
+            baselines: Baselines::default(),
         }
     }
 
@@ -191,15 +194,24 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let filled = caches.ready().await;
     let target =
         apply::Target { client: &ctx.client, fence: &ctx.fence, namespace: &session_id.namespace, cache: &caches };
+    // Nothing of this session can exist that the caches would not show: it
+    // has no status yet, no earlier reconcile of it in this process failed
+    // half-way, and the caches hold their first lists.
+    let untouched = bs.status.is_none() && !ctx.failures.failing(&key(&bs)) && filled;
+    // The namespace's baseline policy isolates every browser Pod until its
+    // own policy exists; a cache lookup once it is in place.
+    let baseline = match ctx.baselines.ensure(target).await {
+        Ok(()) => true,
+        Err(e) => {
+            warn!(namespace = %session_id.namespace, error = %e, "the namespace's baseline NetworkPolicy could not be ensured: Pods are created after their own policies");
+            false
+        }
+    };
     // claim: a pooled session runs the pool's template, maybe in a warm Pod
     let pooled = match &bs.spec.pool {
         None => None,
         Some(pool_ref) => {
             let started = Instant::now();
-            // Nothing of this session can exist that the caches would not
-            // show: it has no status yet, no earlier reconcile of it in this
-            // process failed half-way, and the caches hold their first lists.
-            let untouched = bs.status.is_none() && !ctx.failures.failing(&key(&bs)) && filled;
             let resolved = claim::resolve(target, &bs, &session_id, pool_ref, &ctx.settings, untouched).await?;
             if let Some(result) = outcome::attempt(&resolved) {
                 ctx.metrics.claim_decided(result.as_str(), started.elapsed().as_secs_f64());
@@ -226,6 +238,15 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // Pod's mounts become the session's (see `settle_claim`).
     let fresh_claim = pooled.as_ref().is_some_and(|p| p.decided && matches!(p.source, Source::Claimed(_)));
     let early = fresh_claim && session.spec.auth_state.is_none();
+    // A session's first reconcile creates its Pod at once with the rest
+    // (`apply::create_with_children`) when the baseline isolates the Pod
+    // meanwhile and nothing of the session can exist yet.
+    let create_pod = missing.is_empty() && !gave_up;
+    let at_once = pooled.is_none()
+        && untouched
+        && baseline
+        && create_pod
+        && caches.pods.get(&id.namespace, &children.pod.name_any()).is_none();
     // A Pod to create is created beside the status write that names it:
     // the status of a Pod just created is that of the Pod as built (no
     // status yet), and a reconcile holds its slot one round trip less.
@@ -235,9 +256,10 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
             missing.extend(settle_claim(target, session, id, pod, &children, fresh_claim).await?);
             PodState::Exists(Box::new((**pod).clone()))
         }
+        _ if at_once => PodState::ToCreate,
         _ => {
             let recorded = bs.status.as_ref().is_some_and(|s| s.pod_name.is_some());
-            apply::apply_children(target, &children, missing.is_empty() && !gave_up, recorded).await?
+            apply::apply_children(target, &children, create_pod, recorded).await?
         }
     };
     let pod = match &placed {
@@ -259,6 +281,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let place = async {
         match &placed {
             PodState::Exists(pod) if early => settle_claim(target, session, id, pod, &children, true).await.map(drop),
+            PodState::ToCreate if at_once => apply::create_with_children(target, &children).await,
             PodState::ToCreate => apply::create_the_pod(target, &children.pod).await,
             _ => Ok(()),
         }

@@ -14,6 +14,7 @@
 //! service; [`operator`] puts the pieces together for `main` and for tests.
 
 pub mod apply;
+pub mod baseline;
 pub mod cache;
 pub mod children;
 pub mod claim;

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::core::{ObjectMeta, PartialObjectMeta};
@@ -89,10 +90,39 @@ struct Watched {
     relisting: Option<HashMap<Key, Seen>>,
 }
 
+/// How long a child this process wrote is trusted before its watch shows
+/// it, and a deletion the watch showed outweighs a write answered after it.
+/// A watch event takes milliseconds, seconds in a burst of a thousand.
+const TRUST_UNSEEN: Duration = Duration::from_secs(5);
+
+/// What happened lately to a child the stores do not show (yet).
+#[derive(Debug, Clone)]
+enum Lately {
+    /// The API server answered this process with it (a write's answer, or
+    /// a read's), stamped with this digest.
+    Answered { digest: String, at: Instant },
+    /// The watch saw it deleted at this revision.
+    Deleted { revision: u64, at: Instant },
+}
+
+/// Children the API server answered this process with that no watch event
+/// has shown yet, and children the watch saw deleted: between a create's answer and its
+/// watch event a reconcile trusts the create instead of sending it again
+/// (in a burst the session's next reconcile often came first, and each
+/// such create was refused and read back).
+#[derive(Debug, Default)]
+struct Unseen(HashMap<Key, Lately>);
+
+/// A resourceVersion as the number etcd gives it (0: opaque).
+fn revision(version: Option<&str>) -> u64 {
+    version.and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
 /// The writing end of one watch's store ([`Applied::store`]).
 #[derive(Debug)]
 pub struct Writer<K> {
     watched: Arc<RwLock<Watched>>,
+    unseen: Arc<Mutex<Unseen>>,
     ready: tokio::sync::watch::Sender<bool>,
     kind: PhantomData<fn() -> K>,
 }
@@ -100,6 +130,7 @@ pub struct Writer<K> {
 impl<K> Writer<K> {
     /// Applies one watch event of a child's metadata.
     pub fn apply(&self, event: &Event<PartialObjectMeta<K>>) {
+        self.note(event);
         let Ok(mut watched) = self.watched.write() else { return };
         match event {
             Event::Apply(obj) => {
@@ -124,6 +155,24 @@ impl<K> Writer<K> {
     }
 }
 
+impl<K> Writer<K> {
+    /// From an event on, the store speaks for its child; a deletion is kept
+    /// a while, so that a write answered after it is not trusted.
+    fn note(&self, event: &Event<PartialObjectMeta<K>>) {
+        let Ok(mut unseen) = self.unseen.lock() else { return };
+        match event {
+            Event::Apply(obj) | Event::InitApply(obj) => {
+                unseen.0.remove(&key(&obj.metadata));
+            }
+            Event::Delete(obj) => {
+                let revision = revision(obj.metadata.resource_version.as_deref());
+                unseen.0.insert(key(&obj.metadata), Lately::Deleted { revision, at: Instant::now() });
+            }
+            Event::Init | Event::InitDone => {}
+        }
+    }
+}
+
 /// The reading end of one watch's store.
 #[derive(Debug, Clone)]
 struct Reader {
@@ -138,18 +187,24 @@ struct Reader {
 pub struct Applied<K> {
     stores: Vec<Reader>,
     verified: Arc<Mutex<HashMap<Key, String>>>,
+    unseen: Arc<Mutex<Unseen>>,
     kind: PhantomData<fn() -> K>,
 }
 
 impl<K> Clone for Applied<K> {
     fn clone(&self) -> Self {
-        Self { stores: self.stores.clone(), verified: self.verified.clone(), kind: PhantomData }
+        Self {
+            stores: self.stores.clone(),
+            verified: self.verified.clone(),
+            unseen: self.unseen.clone(),
+            kind: PhantomData,
+        }
     }
 }
 
 impl<K> Default for Applied<K> {
     fn default() -> Self {
-        Self { stores: Vec::new(), verified: Arc::default(), kind: PhantomData }
+        Self { stores: Vec::new(), verified: Arc::default(), unseen: Arc::default(), kind: PhantomData }
     }
 }
 
@@ -168,7 +223,7 @@ impl<K> Applied<K> {
         let watched = Arc::new(RwLock::new(Watched::default()));
         let (ready, seen) = tokio::sync::watch::channel(false);
         self.stores.push(Reader { watched: watched.clone(), ready: seen });
-        Writer { watched, ready, kind: PhantomData }
+        Writer { watched, unseen: self.unseen.clone(), ready, kind: PhantomData }
     }
 
     /// What the watches saw of `namespace/name`.
@@ -190,10 +245,40 @@ impl<K> Applied<K> {
     }
 
     /// What the cache says of `namespace/name`, to be stamped with `digest`.
+    /// A child no store holds that the API server answered with lately,
+    /// stamped with `digest`, and no deletion seen since, is as wanted.
     pub fn look(&self, namespace: &str, name: &str, digest: &str) -> Verdict {
         let key = (namespace.to_owned(), name.to_owned());
         let then = self.verified.lock().ok().and_then(|v| v.get(&key).cloned());
-        self.with_seen(&key, |seen| judge(seen, digest, then.as_deref()))
+        let verdict = self.with_seen(&key, |seen| judge(seen, digest, then.as_deref()));
+        if verdict != Verdict::Missing {
+            return verdict;
+        }
+        let lately = self.unseen.lock().ok().and_then(|u| u.0.get(&key).cloned());
+        match lately {
+            Some(Lately::Answered { digest: d, at }) if d == digest && at.elapsed() < TRUST_UNSEEN => Verdict::AsWanted,
+            _ => Verdict::Missing,
+        }
+    }
+
+    /// Records that the API server answered with `namespace/name` stamped
+    /// with `digest` at `resource_version`, unless the watch saw it deleted
+    /// at that revision or later. Old records go when the map has doubled.
+    pub fn answered(&self, namespace: &str, name: &str, digest: &str, resource_version: Option<&str>) {
+        let Ok(mut unseen) = self.unseen.lock() else { return };
+        let key = (namespace.to_owned(), name.to_owned());
+        let revision = revision(resource_version);
+        if let Some(Lately::Deleted { revision: gone, at }) = unseen.0.get(&key) {
+            if *gone >= revision && at.elapsed() < TRUST_UNSEEN {
+                return;
+            }
+        }
+        unseen.0.insert(key, Lately::Answered { digest: digest.to_owned(), at: Instant::now() });
+        if unseen.0.len() >= SWEEP_FROM && unseen.0.len().is_power_of_two() {
+            unseen.0.retain(|_, lately| match lately {
+                Lately::Answered { at, .. } | Lately::Deleted { at, .. } => at.elapsed() < TRUST_UNSEEN,
+            });
+        }
     }
 
     /// Records that `namespace/name` was as wanted at `resource_version`.
@@ -305,6 +390,34 @@ mod tests {
         assert_eq!(applied.look("ns", "c", "d"), Verdict::Missing);
         applied.verified("ns", "other", None);
         assert_eq!(applied.verified.lock().unwrap().len(), 1, "no version, nothing recorded");
+    }
+
+    #[test]
+    fn an_answer_the_watch_has_not_shown_yet_is_trusted_a_few_seconds_unless_a_deletion_came() {
+        let mut applied = Applied::<ConfigMap>::default();
+        let writer = applied.store();
+        writer.apply(&Event::InitDone);
+        // Created (the answer), its watch event still on its way.
+        applied.answered("ns", "a", "d", Some("5"));
+        assert_eq!(applied.look("ns", "a", "d"), Verdict::AsWanted, "just answered");
+        assert_eq!(applied.look("ns", "a", "other"), Verdict::Missing, "answered as built otherwise");
+        assert_eq!(applied.look("other", "a", "d"), Verdict::Missing, "namespaced");
+        // Once the watch shows it, the store speaks for it: a deletion is a deletion.
+        writer.apply(&Event::Apply(meta("a", "5", "d")));
+        writer.apply(&Event::Delete(meta("a", "6", "d")));
+        assert_eq!(applied.look("ns", "a", "d"), Verdict::Missing, "deleted after it was seen");
+        // A deletion seen before the answer of an older write: not trusted.
+        writer.apply(&Event::Delete(meta("b", "9", "d")));
+        applied.answered("ns", "b", "d", Some("8"));
+        assert_eq!(applied.look("ns", "b", "d"), Verdict::Missing, "deleted at 9, answered at 8");
+        // A newer create after the deletion is.
+        applied.answered("ns", "b", "d", Some("10"));
+        assert_eq!(applied.look("ns", "b", "d"), Verdict::AsWanted, "created again at 10");
+        // An answer older than the trust is not.
+        let old = Instant::now().checked_sub(TRUST_UNSEEN + Duration::from_secs(1)).expect("uptime");
+        let key = ("ns".to_owned(), "c".to_owned());
+        applied.unseen.lock().unwrap().0.insert(key, Lately::Answered { digest: "d".into(), at: old });
+        assert_eq!(applied.look("ns", "c", "d"), Verdict::Missing, "the watch should have shown it by now");
     }
 
     #[test]

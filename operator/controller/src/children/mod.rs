@@ -23,7 +23,10 @@ use crate::error::{Error, Result};
 
 pub use labels::{child_labels, managed_selector, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
 pub use launch::launch_config_json;
-pub use network::{egress_summary, Cidr, CidrError, DnsPeer, EgressDefaults, SPECIAL_RANGES};
+pub use network::{
+    baseline_policy, egress_summary, Cidr, CidrError, DnsPeer, EgressDefaults, BASELINE_POLICY, COMPONENT_BASELINE,
+    SPECIAL_RANGES,
+};
 pub use pod::{SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
 pub use runtime::runtime_config;
 

@@ -21,12 +21,13 @@ use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use playpen_api::naming::{APP_NAME, MANAGER};
 use playpen_api::v1alpha1::{Egress, EgressMode, EgressPeer};
 use playpen_api::{BrowserSession, BrowserSessionSpec};
 
-use super::labels::{child_meta, pod_selector};
+use super::labels::{child_meta, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
 use super::Identity;
 
 /// Port name of the viewer on the container and the Service.
@@ -362,6 +363,48 @@ pub fn network_policy(
             egress,
         }),
     })
+}
+
+/// Name of the namespace's [`baseline_policy`].
+pub const BASELINE_POLICY: &str = "playpen-browsers-baseline";
+/// `app.kubernetes.io/component` of the [`baseline_policy`].
+pub const COMPONENT_BASELINE: &str = "browser-baseline";
+
+/// The namespace's baseline: every browser Pod the operator makes there
+/// (sessions', pools') is denied all traffic, in and out, unless a policy of
+/// its own allows it. NetworkPolicies add up, so beside a session's own
+/// policy it changes nothing; it makes a browser Pod isolated from the
+/// moment it exists, so the Pod need not wait for its session's policy
+/// (they are created at once), and a session policy deleted by hand leaves
+/// the browser without network until it is put back, not with all of it.
+/// Owned by no session: it serves every one in the namespace.
+pub fn baseline_policy(namespace: &str) -> NetworkPolicy {
+    let labels = BTreeMap::from([
+        ("app.kubernetes.io/name".to_owned(), APP_NAME.to_owned()),
+        ("app.kubernetes.io/component".to_owned(), COMPONENT_BASELINE.to_owned()),
+        (MANAGED_BY_LABEL.to_owned(), MANAGER.to_owned()),
+        ("app.kubernetes.io/part-of".to_owned(), "playpen".to_owned()),
+    ]);
+    NetworkPolicy {
+        metadata: ObjectMeta {
+            name: Some(BASELINE_POLICY.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([
+                    ("app.kubernetes.io/component".to_owned(), COMPONENT_BROWSER.to_owned()),
+                    (MANAGED_BY_LABEL.to_owned(), MANAGER.to_owned()),
+                ])),
+                ..LabelSelector::default()
+            }),
+            policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
+            ingress: None,
+            egress: None,
+        }),
+    }
 }
 
 #[cfg(test)]

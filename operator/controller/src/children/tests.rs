@@ -423,3 +423,47 @@ fn builders_are_deterministic() {
     let b = serde_json::to_value(build(&minimal()).pod).expect("b");
     assert_eq!(a, b);
 }
+
+#[test]
+fn the_baseline_policy_isolates_every_browser_pod_of_the_namespace_and_nothing_else() {
+    let baseline = baseline_policy("team-a");
+    let meta = &baseline.metadata;
+    assert_eq!((meta.name.as_deref(), meta.namespace.as_deref()), (Some(BASELINE_POLICY), Some("team-a")));
+    // It serves every session: no owner, no session label, but the
+    // controller's watch selector, so the cache shows it.
+    assert!(meta.owner_references.is_none());
+    let labels = meta.labels.as_ref().expect("labels");
+    assert!(!labels.contains_key("playpen.dev/session"));
+    let (key, value) = managed_selector().split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())).expect("k=v");
+    assert_eq!(labels[&key], value);
+    assert_eq!(labels["app.kubernetes.io/component"], COMPONENT_BASELINE);
+    // Both directions isolated, nothing allowed: beside a session's own
+    // policy (NetworkPolicies add up) it changes nothing.
+    let spec = baseline.spec.as_ref().expect("spec");
+    assert_eq!(spec.policy_types.as_deref(), Some(&["Ingress".to_owned(), "Egress".to_owned()][..]));
+    assert!(spec.ingress.is_none() && spec.egress.is_none());
+    let selects = |pod_labels: &BTreeMap<String, String>| {
+        let wanted = spec.pod_selector.as_ref().and_then(|s| s.match_labels.as_ref()).expect("match labels");
+        assert!(spec.pod_selector.as_ref().is_some_and(|s| s.match_expressions.is_none()));
+        wanted.iter().all(|(k, v)| pod_labels.get(k) == Some(v))
+    };
+    // Every session's browser Pod, whatever its name…
+    for name in ["demo", "other"] {
+        let mut bs = minimal();
+        bs.metadata.name = Some(name.into());
+        let c = build(&bs);
+        assert!(selects(c.pod.metadata.labels.as_ref().expect("pod labels")), "{name}'s Pod");
+        // …and none of its other children (a policy selects Pods only, but
+        // the labels say what is meant).
+        assert!(!selects(c.runtime_config.metadata.labels.as_ref().expect("labels")));
+    }
+    // A Pod of someone else's in the namespace is left alone.
+    let foreign = BTreeMap::from([("app.kubernetes.io/component".to_owned(), COMPONENT_BROWSER.to_owned())]);
+    assert!(!selects(&foreign), "a Pod the operator did not make");
+    // Its name is no session's child: every child name ends with a suffix of its kind.
+    let n = playpen_api::naming::ChildNames::for_session("x");
+    for child in [n.pod, n.launch_secret, n.runtime_config, n.viewer_service, n.network_policy, n.snapshot_claim] {
+        let suffix = child.strip_prefix('x').expect("x-suffix");
+        assert!(!BASELINE_POLICY.ends_with(suffix), "{BASELINE_POLICY} could be a session's {suffix}");
+    }
+}
