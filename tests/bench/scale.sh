@@ -5,6 +5,7 @@
 # (kwok moves the Pods through scheduled -> running -> ready), for each N.
 #   tests/bench/scale.sh [N...]      default: 1000 10000
 #   PLAYPEN_SCALE_NODES              fake nodes (default 100)
+#   PLAYPEN_BENCH_ROUNDS             rounds of ideal and operator per N (default 1 here)
 # The kwok tier runs in the cluster state dir of tests/cluster/lib.sh
 # (PLAYPEN_CLUSTER_DIR and ports as for every cluster script); it is started
 # if needed, and on every exit its fake nodes are deleted and it is stopped
@@ -40,6 +41,7 @@ SCALE_KUBECONFIG="$(tests/cluster/start-kwok.sh "$NODES" | tail -n 1)"
 export KUBECONFIG="$SCALE_KUBECONFIG"
 for n in "${ROUNDS[@]}"; do
   echo "== ${n} sessions on ${NODES} kwok nodes =="
-  # The ideal controller runs at the operator's reconcile concurrency.
-  PLAYPEN_BENCH_READY=1 bash tests/bench/operator.sh "$n"
+  # The ideal controller runs at the operator's reconcile concurrency. One
+  # round each by default (a round of 10,000 takes about 15 minutes).
+  PLAYPEN_BENCH_READY=1 PLAYPEN_BENCH_ROUNDS="${PLAYPEN_BENCH_ROUNDS:-1}" bash tests/bench/operator.sh "$n"
 done

@@ -126,6 +126,11 @@ impl Delta {
             .sum()
     }
 
+    /// Write requests to the resources `keep` accepts.
+    pub fn writes_to(&self, keep: impl Fn(&str) -> bool) -> f64 {
+        self.rows.iter().filter(|((r, v), _)| is_write(v) && keep(r)).map(|(_, (n, _))| n).sum()
+    }
+
     /// Read requests (GET, LIST, WATCH).
     pub fn reads(&self) -> f64 {
         self.rows.iter().filter(|((_, v), _)| !is_write(v)).map(|(_, (n, _))| n).sum()
