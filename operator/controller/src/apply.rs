@@ -265,7 +265,16 @@ pub async fn create_stamped<K: Child>(to: Target<'_>, obj: &K) -> Result<Option<
 /// One there already is left as it is: its watch event wakes the next
 /// reconcile, which finds it in the cache.
 pub async fn create_the_pod(to: Target<'_>, pod: &Pod) -> Result<()> {
-    create_stamped(to, &stamp(pod)?).await.map(drop)
+    let created = create_stamped(to, &stamp(pod)?).await?;
+    expect_echo(to, created.as_ref());
+    Ok(())
+}
+
+/// The create's own watch event is no news to the reconcile that made it.
+fn expect_echo(to: Target<'_>, created: Option<&Pod>) {
+    if let Some(pod) = created {
+        to.cache.created_pods.expect(to.namespace, &pod.name_any(), pod.meta().resource_version.as_deref());
+    }
 }
 
 /// Whether the children were applied before: a launch Secret is then read
@@ -363,6 +372,8 @@ pub async fn create_with_children(to: Target<'_>, children: &Children) -> Result
     if let (Ok(true), Ok(Some(created))) = (&rewrote, &created) {
         let uid = created.uid().unwrap_or_default();
         delete_pod(to, &created.name_any(), &uid).await?;
+    } else if let Ok(created) = &created {
+        expect_echo(to, created.as_ref());
     }
     rewrote?;
     isolated?;

@@ -16,6 +16,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher::Event;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::{MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
@@ -55,7 +56,7 @@ pub struct Context {
     /// The running controllers' caches of their children (replaced when
     /// they restart, after a lost and regained leadership).
     caches: RwLock<Arc<Caches>>,
-    written: Written,
+    written: Arc<Written>,
     baselines: Baselines,
 }
 
@@ -78,7 +79,7 @@ impl Context {
             fence: Fence::unconditional(),
             recovery: RecoveryBudget::default(),
             caches: RwLock::default(),
-            written: Written::default(),
+            written: Arc::default(),
             baselines: Baselines::default(),
         }
     }
@@ -449,14 +450,25 @@ async fn count_phases(stores: Vec<Store<BrowserSession>>, metrics: Arc<Metrics>)
 
 /// The watch of the sessions' Pods: it keeps them, as a reconcile reads
 /// them, in `stores` and wakes their owners.
+/// The event of a Pod at the version this process created it (`echoes`)
+/// wakes nobody.
 fn cached_pods(
     api: Api<CachedPod>,
     config: watcher::Config,
     stores: &mut cache::Stores<CachedPod>,
+    echoes: Option<cache::Echoes>,
 ) -> impl futures::Stream<Item = std::result::Result<CachedPod, watcher::Error>> + Send + 'static {
     let (reader, writer) = reflector::store();
     stores.push(reader);
-    watcher(api, config).default_backoff().modify(CachedPod::trim).reflect(writer).touched_objects()
+    watcher(api, config)
+        .default_backoff()
+        .modify(CachedPod::trim)
+        .reflect(writer)
+        .try_filter(move |event| {
+            let echo = matches!((event, &echoes), (Event::Apply(pod), Some(e)) if e.heard(&pod.metadata));
+            std::future::ready(!echo)
+        })
+        .touched_objects()
 }
 
 /// A metadata watch of one applied child kind: it keeps what
@@ -470,16 +482,26 @@ where
     K: cache::Cached + apply::Child + Send + Sync + 'static,
 {
     let store = applied.store();
+    let known = applied.clone();
     watcher(api, config)
         .default_backoff()
         .map_ok(move |event| {
             store.apply(&event);
             event
         })
+        // A version this process wrote (or read and compared) is no news.
+        .try_filter(move |event| {
+            std::future::ready(!matches!(event, Event::Apply(child) if known.known(&child.metadata)))
+        })
         .touched_objects()
 }
 
-fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches) -> Controller<BrowserSession> {
+fn controller_for(
+    client: &Client,
+    namespace: Option<&str>,
+    caches: &mut Caches,
+    written: Arc<Written>,
+) -> Controller<BrowserSession> {
     fn api<K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>>(
         c: &Client,
         ns: Option<&str>,
@@ -510,6 +532,13 @@ fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches)
         .default_backoff()
         .modify(cache::slim)
         .reflect(writer)
+        .try_filter(move |event| {
+            let echo = matches!(event, Event::Apply(bs) if written.is_echo(
+                bs.meta().uid.as_deref().unwrap_or_default(),
+                bs.meta().resource_version.as_deref(),
+            ));
+            std::future::ready(!echo)
+        })
         .applied_objects();
     let controller = Controller::for_stream(sessions, reader).with_config(config);
     let sessions = controller.store();
@@ -517,7 +546,7 @@ fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches)
     // `owns`, wakes the sessions waiting on their pool when one is ready.
     // Cached: a claim picks from them without a round trip.
     let warm = watcher::Config::default().labels(&format!("{POOL_LABEL},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
-    let warm = cached_pods(api::<CachedPod>(client, namespace), warm, &mut caches.warm);
+    let warm = cached_pods(api::<CachedPod>(client, namespace), warm, &mut caches.warm, None);
     // Pools wake nobody (a waiting session is woken by a ready Pod); they
     // are cached for the claims, which read the pool's template.
     let (pools, writer) = reflector::store();
@@ -531,7 +560,12 @@ fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches)
             claim::wake::sessions_to_wake(&pod.to_pod(), sessions.state().iter().map(|s| &**s))
         })
         .watches_stream(pools, |_: BrowserPool| std::iter::empty())
-        .owns_stream(cached_pods(api::<CachedPod>(client, namespace), owned(), &mut caches.pods))
+        .owns_stream(cached_pods(
+            api::<CachedPod>(client, namespace),
+            owned(),
+            &mut caches.pods,
+            Some(caches.created_pods.clone()),
+        ))
         .owns_stream(cached_metas(
             api::<PartialObjectMeta<ConfigMap>>(client, namespace),
             owned(),
@@ -570,7 +604,8 @@ pub async fn run_with<R, F>(
     let targets: Vec<Option<&str>> =
         if namespaces.is_empty() { vec![None] } else { namespaces.iter().map(|n| Some(n.as_str())).collect() };
     let mut caches = Caches::default();
-    let controllers: Vec<_> = targets.iter().map(|ns| controller_for(&ctx.client, *ns, &mut caches)).collect();
+    let controllers: Vec<_> =
+        targets.iter().map(|ns| controller_for(&ctx.client, *ns, &mut caches, ctx.written.clone())).collect();
     ctx.set_caches(caches);
     let stores = controllers.iter().map(Controller::store).collect();
     let slots = Arc::new(tokio::sync::Semaphore::new(usize::from(RECONCILE_CONCURRENCY)));

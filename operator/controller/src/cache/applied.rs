@@ -281,6 +281,15 @@ impl<K> Applied<K> {
         }
     }
 
+    /// Whether `meta` is a version of its child this process has verified
+    /// as wanted (its own write's answer, or a read it compared): its watch
+    /// event is no news to the owner's reconcile.
+    pub fn known(&self, meta: &ObjectMeta) -> bool {
+        let Some(version) = meta.resource_version.as_deref() else { return false };
+        let Ok(verified) = self.verified.lock() else { return false };
+        verified.get(&key(meta)).is_some_and(|v| v == version)
+    }
+
     /// Records that `namespace/name` was as wanted at `resource_version`.
     /// Versions of children the stores no longer hold (their sessions
     /// deleted) go when the map has doubled since the last sweep.

@@ -11,6 +11,7 @@
 //! re-applied, is read again when it is not in the store.
 
 pub mod applied;
+pub mod echoes;
 pub mod pod;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use playpen_api::v1alpha1::BrowserPool;
 use serde_json::Value;
 
 pub use applied::Applied;
+pub use echoes::Echoes;
 pub use pod::CachedPod;
 
 /// One kind's stores: one per watched namespace (or one for all).
@@ -93,6 +95,8 @@ pub struct Caches {
     pub claims: Applied<PersistentVolumeClaim>,
     /// Launch Secrets recently written or read as built.
     pub secrets: SecretsSeen,
+    /// Session Pods this process created whose watch event has not come.
+    pub created_pods: Echoes,
 }
 
 /// How long a launch Secret written or read as built is trusted without a
