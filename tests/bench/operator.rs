@@ -57,7 +57,7 @@ use anyhow::{bail, Context as _};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::ChildNames;
@@ -545,6 +545,32 @@ async fn resync_phase(
 
 /// Creates namespace `name` with the bench's label; waits for its default
 /// ServiceAccount (the admission plugin refuses Pods until it exists).
+/// What one status write costs alone: every session's status patched once
+/// (its phase), [`CREATE_CONCURRENCY`] at a time, with no controller
+/// running; CPU milliseconds per write by process. The status is the one
+/// write the operator sends that the ideal does not.
+async fn status_write_cost(client: &Client, ns: &str, n: usize) -> anyhow::Result<BTreeMap<String, f64>> {
+    settle_cluster(client, Duration::from_secs(120)).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
+    let before = cpu::sample();
+    create_all(n, 0.0, |i| {
+        let sessions = sessions.clone();
+        async move {
+            let name = format!("s{i}");
+            let patch = serde_json::json!({"status": {"phase": "Starting"}});
+            let sent = Instant::now();
+            sessions
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .with_context(|| format!("patching the status of BrowserSession {name}"))?;
+            Ok((name, sent))
+        }
+    })
+    .await?;
+    let spent = cpu::between(&before, &cpu::sample());
+    Ok(spent.into_iter().map(|(group, seconds)| (group, seconds * 1000.0 / n as f64)).collect())
+}
+
 async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": name,
@@ -599,26 +625,41 @@ impl Round {
     }
 }
 
-/// Waits until the cluster's own writes after the last phase (the garbage
-/// collector, the endpoints controller, a namespace's deletion) have
-/// stopped for [`QUIET`]: a phase run while they go on shares the API
-/// server with them, and the phase after a deletion was always the
-/// operator's before the rounds alternated.
+/// Below this many cores of CPU (API server, etcd and controller-manager
+/// together; about 0.03 when idle here) the control plane is settled.
+const SETTLED_CORES: f64 = 0.1;
+
+/// Waits until the cluster's own work after the last phase (the garbage
+/// collector, the endpoints controller, a namespace's deletion) has
+/// stopped for [`QUIET`]: no writes but leases and Events, and the control
+/// plane's CPU under [`SETTLED_CORES`]. A phase run while that work goes on
+/// shares the API server with it: the garbage collector still read the
+/// previous phase's deleted children for seconds after its writes ended,
+/// and whichever side ran second was up to 1.8x slower.
 async fn settle_cluster(client: &Client, timeout: Duration) -> anyhow::Result<()> {
     let background = |d: &Delta| d.writes_to(|r| r != "leases" && r != "events");
+    let control_plane = |spent: &BTreeMap<String, f64>| {
+        ["API server", "etcd", "controller-manager"].iter().map(|g| spent.get(*g).copied().unwrap_or(0.0)).sum::<f64>()
+    };
+    let step = Duration::from_millis(500);
     let start = Instant::now();
     let first = apimetrics::scrape(client).await?;
     let (mut last, mut since) = (0.0, Instant::now());
     loop {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        let cpu_before = cpu::sample();
+        tokio::time::sleep(step).await;
+        let cores = control_plane(&cpu::between(&cpu_before, &cpu::sample())) / step.as_secs_f64();
         let now = background(&Delta::between(&first, &apimetrics::scrape(client).await?));
-        if now != last {
+        if now != last || cores >= SETTLED_CORES {
             (last, since) = (now, Instant::now());
         } else if since.elapsed() >= QUIET {
             return Ok(());
         }
         if start.elapsed() > timeout {
-            eprintln!("note: the cluster still writes after {timeout:?} ({last:.0} writes since); measuring anyway");
+            eprintln!(
+                "note: the control plane still works after {timeout:?} ({last:.0} writes since, {cores:.2} cores \
+                 in the last {step:?}); measuring anyway"
+            );
             return Ok(());
         }
     }
@@ -635,6 +676,7 @@ async fn run(opts: &Options) -> anyhow::Result<()> {
     delete_namespace(&client, &base_ns, opts.timeout).await?;
     let mut rounds = Vec::new();
     let mut resync = None;
+    let mut status_cost = BTreeMap::new();
     for round in 1..=opts.rounds {
         // Alternating which goes first: neither always follows the other's deletion.
         let ideal_first = round % 2 == 1;
@@ -660,6 +702,10 @@ async fn run(opts: &Options) -> anyhow::Result<()> {
                     op
                 };
                 op.stop().await?;
+                if round == opts.rounds {
+                    eprintln!("one status write per session, alone (no controller running)");
+                    status_cost = status_write_cost(&client, &ns, opts.n).await?;
+                }
             }
             let cleared = delete_namespace(&client, &ns, opts.timeout).await?;
             eprintln!("deleted namespace {ns} in {:.1} s", cleared.as_secs_f64());
@@ -668,7 +714,7 @@ async fn run(opts: &Options) -> anyhow::Result<()> {
         rounds.push(Round { ideal_first, ideal, operator });
     }
     let resync = resync.context("no round ran: PLAYPEN_BENCH_ROUNDS must be at least 1")?;
-    print_table(opts, &base, &rounds, &resync);
+    print_table(opts, &base, &rounds, &resync, &status_cost);
     Ok(())
 }
 
@@ -705,7 +751,13 @@ fn controller_etcd_writes(d: &Delta) -> f64 {
     all - bench
 }
 
-fn print_table(opts: &Options, base: &Measured, rounds: &[Round], resync: &Measured) {
+fn print_table(
+    opts: &Options,
+    base: &Measured,
+    rounds: &[Round],
+    resync: &Measured,
+    status_cost: &BTreeMap<String, f64>,
+) {
     // The whole table for the median round by p99 ratio; every round's
     // ratios, and the targets judged on their medians, below it.
     let mut order: Vec<usize> = (0..rounds.len()).collect();
@@ -814,6 +866,10 @@ fn print_table(opts: &Options, base: &Measured, rounds: &[Round], resync: &Measu
     for group in groups {
         let of = |m: &Measured| Some(m.cpu_by.get(group).copied().unwrap_or(0.0) * 1000.0 / n);
         row(&format!("CPU ms per session: {group}"), of(op), of(ideal), None, 2);
+    }
+    for group in ["API server", "etcd"] {
+        let alone = status_cost.get(group).copied();
+        row(&format!("CPU ms per status write alone: {group}"), alone, None, None, 2);
     }
     println!();
     println!("full resync (a new operator process, {} settled sessions)", opts.n);
