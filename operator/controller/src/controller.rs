@@ -449,9 +449,8 @@ async fn count_phases(stores: Vec<Store<BrowserSession>>, metrics: Arc<Metrics>)
 }
 
 /// The watch of the sessions' Pods: it keeps them, as a reconcile reads
-/// them, in `stores` and wakes their owners.
-/// The event of a Pod at the version this process created it (`echoes`)
-/// wakes nobody.
+/// them, in `stores` and wakes their owners, except for the event of a
+/// Pod at the version this process created it (`echoes`): no news.
 fn cached_pods(
     api: Api<CachedPod>,
     config: watcher::Config,

@@ -430,15 +430,20 @@ impl Session {
 
     /// Browser main processes (not renderers, zygotes or helpers) of this session.
     pub fn browser_pids(&self) -> Vec<u32> {
-        self.processes()
-            .iter()
+        let looks_like_a_browser: Vec<Proc> = self
+            .processes()
+            .into_iter()
             .filter(|p| {
                 p.cmdline.contains("chromium")
                     && p.cmdline.contains("--remote-debugging-pipe")
                     && !p.cmdline.contains("--type=")
             })
-            .map(|p| p.pid)
-            .collect()
+            .collect();
+        // A browser's child caught between fork and exec still shows its
+        // parent's command line (seen in CI): only one whose parent is no
+        // browser is one.
+        let pids: Vec<u32> = looks_like_a_browser.iter().map(|p| p.pid).collect();
+        looks_like_a_browser.iter().filter(|p| !pids.contains(&p.ppid)).map(|p| p.pid).collect()
     }
 
     /// Every live process whose environment mentions this session's data home.
