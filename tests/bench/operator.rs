@@ -543,8 +543,6 @@ async fn resync_phase(
     Ok((op, measured))
 }
 
-/// Creates namespace `name` with the bench's label; waits for its default
-/// ServiceAccount (the admission plugin refuses Pods until it exists).
 /// What one status write costs alone: every session's status patched once
 /// (its phase), [`CREATE_CONCURRENCY`] at a time, with no controller
 /// running; CPU milliseconds per write by process. The status is the one
@@ -571,6 +569,8 @@ async fn status_write_cost(client: &Client, ns: &str, n: usize) -> anyhow::Resul
     Ok(spent.into_iter().map(|(group, seconds)| (group, seconds * 1000.0 / n as f64)).collect())
 }
 
+/// Creates namespace `name` with the bench's label; waits for its default
+/// ServiceAccount (the admission plugin refuses Pods until it exists).
 async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": name,
@@ -639,7 +639,7 @@ const SETTLED_CORES: f64 = 0.1;
 async fn settle_cluster(client: &Client, timeout: Duration) -> anyhow::Result<()> {
     let background = |d: &Delta| d.writes_to(|r| r != "leases" && r != "events");
     let control_plane = |spent: &BTreeMap<String, f64>| {
-        ["API server", "etcd", "controller-manager"].iter().map(|g| spent.get(*g).copied().unwrap_or(0.0)).sum::<f64>()
+        cpu::CONTROL_PLANE.iter().map(|g| spent.get(*g).copied().unwrap_or(0.0)).sum::<f64>()
     };
     let step = Duration::from_millis(500);
     let start = Instant::now();
@@ -867,7 +867,7 @@ fn print_table(
         let of = |m: &Measured| Some(m.cpu_by.get(group).copied().unwrap_or(0.0) * 1000.0 / n);
         row(&format!("CPU ms per session: {group}"), of(op), of(ideal), None, 2);
     }
-    for group in ["API server", "etcd"] {
+    for group in [cpu::API_SERVER, cpu::ETCD] {
         let alone = status_cost.get(group).copied();
         row(&format!("CPU ms per status write alone: {group}"), alone, None, None, 2);
     }

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::ResourceExt;
 
 use crate::apply::{self, Target};
@@ -17,28 +18,46 @@ use crate::cache::applied::Verdict;
 use crate::children;
 use crate::error::Result;
 
-/// One lock per namespace, held while its baseline is ensured.
+/// Per namespace: its baseline as built and stamped (built once, not on
+/// every reconcile), and the lock held while it is ensured.
 #[derive(Debug, Default)]
-pub struct Baselines(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+pub struct Baselines(Mutex<HashMap<String, Arc<Namespace>>>);
+
+#[derive(Debug)]
+struct Namespace {
+    stamped: NetworkPolicy,
+    turn: tokio::sync::Mutex<()>,
+}
 
 impl Baselines {
     /// Makes sure `to.namespace` has its baseline as built. `Ok(())`: it is
     /// there, as the cache shows or as the API server answered lately.
     pub async fn ensure(&self, to: Target<'_>) -> Result<()> {
-        let stamped = apply::stamp(&children::baseline_policy(to.namespace))?;
-        let (name, digest) = (stamped.name_any(), apply::digest_of(&stamped));
+        let namespace = self.of(to.namespace)?;
+        let stamped = &namespace.stamped;
+        let (name, digest) = (stamped.name_any(), apply::digest_of(stamped));
         let as_wanted = || to.cache.network_policies.look(to.namespace, &name, digest) == Verdict::AsWanted;
         if as_wanted() {
             return Ok(());
         }
-        let lock = match self.0.lock() {
-            Ok(mut locks) => locks.entry(to.namespace.to_owned()).or_default().clone(),
-            Err(_) => Arc::default(),
-        };
-        let _turn = lock.lock().await;
+        let _turn = namespace.turn.lock().await;
         if as_wanted() {
             return Ok(());
         }
-        apply::ensure(to, &stamped).await.map(drop)
+        apply::ensure(to, stamped).await.map(drop)
+    }
+
+    fn of(&self, namespace: &str) -> Result<Arc<Namespace>> {
+        let build = || -> Result<Arc<Namespace>> {
+            let stamped = apply::stamp(&children::baseline_policy(namespace))?;
+            Ok(Arc::new(Namespace { stamped, turn: tokio::sync::Mutex::new(()) }))
+        };
+        let Ok(mut namespaces) = self.0.lock() else { return build() };
+        if let Some(known) = namespaces.get(namespace) {
+            return Ok(known.clone());
+        }
+        let built = build()?;
+        namespaces.insert(namespace.to_owned(), built.clone());
+        Ok(built)
     }
 }

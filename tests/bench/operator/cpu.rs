@@ -9,12 +9,21 @@ use std::collections::BTreeMap;
 /// whatever the kernel's own tick rate.
 const TICKS_PER_SECOND: f64 = 100.0;
 
+/// The API server's group.
+pub const API_SERVER: &str = "API server";
+/// etcd's group.
+pub const ETCD: &str = "etcd";
+/// The controller-manager's group.
+pub const CONTROLLER_MANAGER: &str = "controller-manager";
+/// The control plane's groups.
+pub const CONTROL_PLANE: [&str; 3] = [API_SERVER, ETCD, CONTROLLER_MANAGER];
+
 /// The processes a phase's table names, by the start of their `comm`
 /// (the kernel keeps 15 bytes of it); everything else is "other".
 const GROUPS: &[(&str, &str)] = &[
-    ("kube-apiserver", "API server"),
-    ("etcd", "etcd"),
-    ("kube-controller", "controller-manager"),
+    ("kube-apiserver", API_SERVER),
+    ("etcd", ETCD),
+    ("kube-controller", CONTROLLER_MANAGER),
     ("kube-scheduler", "scheduler"),
     ("kubelet", "kubelet"),
     ("playpen-operato", "operator"),

@@ -19,16 +19,22 @@ pub fn managed_selector() -> String {
     format!("{MANAGED_BY_LABEL}={MANAGER}")
 }
 
-/// The label set every child of session `name` carries.
-pub fn child_labels(name: &str, component: &str) -> BTreeMap<String, String> {
+/// The labels of everything the operator makes, as `component`.
+pub fn managed_labels(component: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("app.kubernetes.io/name".to_owned(), APP_NAME.to_owned()),
-        ("app.kubernetes.io/instance".to_owned(), name.to_owned()),
         ("app.kubernetes.io/component".to_owned(), component.to_owned()),
         (MANAGED_BY_LABEL.to_owned(), MANAGER.to_owned()),
         ("app.kubernetes.io/part-of".to_owned(), "playpen".to_owned()),
-        (SESSION_LABEL.to_owned(), name.to_owned()),
     ])
+}
+
+/// The label set every child of session `name` carries.
+pub fn child_labels(name: &str, component: &str) -> BTreeMap<String, String> {
+    let mut labels = managed_labels(component);
+    labels.insert("app.kubernetes.io/instance".to_owned(), name.to_owned());
+    labels.insert(SESSION_LABEL.to_owned(), name.to_owned());
+    labels
 }
 
 /// Labels that select the browser Pod of session `name`.

@@ -23,11 +23,11 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use playpen_api::naming::{APP_NAME, MANAGER};
+use playpen_api::naming::MANAGER;
 use playpen_api::v1alpha1::{Egress, EgressMode, EgressPeer};
 use playpen_api::{BrowserSession, BrowserSessionSpec};
 
-use super::labels::{child_meta, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
+use super::labels::{child_meta, managed_labels, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
 use super::Identity;
 
 /// Port name of the viewer on the container and the Service.
@@ -379,17 +379,11 @@ pub const COMPONENT_BASELINE: &str = "browser-baseline";
 /// the browser without network until it is put back, not with all of it.
 /// Owned by no session: it serves every one in the namespace.
 pub fn baseline_policy(namespace: &str) -> NetworkPolicy {
-    let labels = BTreeMap::from([
-        ("app.kubernetes.io/name".to_owned(), APP_NAME.to_owned()),
-        ("app.kubernetes.io/component".to_owned(), COMPONENT_BASELINE.to_owned()),
-        (MANAGED_BY_LABEL.to_owned(), MANAGER.to_owned()),
-        ("app.kubernetes.io/part-of".to_owned(), "playpen".to_owned()),
-    ]);
     NetworkPolicy {
         metadata: ObjectMeta {
             name: Some(BASELINE_POLICY.to_owned()),
             namespace: Some(namespace.to_owned()),
-            labels: Some(labels),
+            labels: Some(managed_labels(COMPONENT_BASELINE)),
             ..ObjectMeta::default()
         },
         spec: Some(NetworkPolicySpec {
