@@ -5,10 +5,13 @@
 use std::time::Duration;
 
 use anyhow::ensure;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
+use playpen_operator::burst;
+use playpen_operator::controller::RECONCILE_CONCURRENCY;
 use playpen_tests::{ensure_crd, eventually, logged_client, RunningOperator, TestNamespace, WriteLog};
 use serde_json::json;
 
@@ -129,5 +132,57 @@ async fn a_session_costs_seven_writes_to_ready_and_a_resync_costs_none() -> anyh
     .await?;
     let after_resync = settled(&log, Duration::from_secs(2)).await;
     ensure!(after_resync.len() == quiet, "a resync wrote: {:#?}", since(&after_resync, quiet));
+    Ok(())
+}
+
+/// A burst: while other sessions are in their first reconcile, the first
+/// status of those already made waits for them (at most
+/// `burst::MAX_DELAY`); every session still gets its status, once.
+#[tokio::test]
+async fn in_a_burst_the_pods_come_first_and_every_first_status_follows() -> anyhow::Result<()> {
+    let n_sessions = 2 * usize::from(RECONCILE_CONCURRENCY);
+    let (client, log) = logged_client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "burst").await?;
+    let n = ns.name.as_str();
+    // Made before the operator starts: every one waits for its first
+    // reconcile at once, more than there are reconcile slots.
+    futures::stream::iter(0..n_sessions)
+        .map(|i| create(&client, n, session(&format!("b{i}"), json!({"image": "i"}))))
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let before = log.count();
+    let _op = RunningOperator::start(&client, n, None).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    eventually(burst::MAX_DELAY + WAIT, || async {
+        let listed = sessions.list(&Default::default()).await?;
+        let without = listed.items.iter().filter(|s| s.status.as_ref().and_then(|s| s.pod_name.as_ref()).is_none());
+        let without = without.count();
+        ensure!(without == 0, "{without} of {n_sessions} sessions have no status naming their Pod yet");
+        Ok(())
+    })
+    .await?;
+    let all = settled(&log, Duration::from_secs(2)).await;
+    let operator = &all[before..];
+    let pods: Vec<usize> = (0..operator.len()).filter(|&i| operator[i].ends_with("/pods")).collect();
+    ensure!(pods.len() == n_sessions, "{} Pod creates for {n_sessions} sessions", pods.len());
+    let last_pod = pods.last().copied().unwrap_or_default();
+    let statuses = operator.iter().filter(|w| w.ends_with("/status")).count();
+    let early = operator[..last_pod].iter().filter(|w| w.ends_with("/status")).count();
+    // Without the deferral each first reconcile writes its status with its
+    // Pod: nearly all of them before the last Pod.
+    ensure!(
+        early < n_sessions / 4,
+        "{early} of {statuses} status writes came before the last Pod create: the first statuses did not wait"
+    );
+    // One each, and one more for a scheduler's verdict where one runs.
+    ensure!((n_sessions..=2 * n_sessions).contains(&statuses), "{statuses} status writes for {n_sessions} sessions");
+    // Nothing sent twice: five children each and the namespace's baseline.
+    let objects = operator.len() - statuses;
+    ensure!(
+        objects == 5 * n_sessions + 1,
+        "{objects} object writes for {n_sessions} sessions (5 each, and the baseline)"
+    );
     Ok(())
 }

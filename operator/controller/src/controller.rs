@@ -22,12 +22,14 @@ use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::{MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
 use playpen_api::v1alpha1::{condition, BrowserPool, BrowserSessionStatus, Phase, SandboxMode};
 use playpen_api::BrowserSession;
+use serde::Serialize;
 use serde_json::json;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::{info, instrument, warn};
 
 use crate::apply::PodState;
 use crate::baseline::Baselines;
+use crate::burst::{self, Burst};
 use crate::cache::{self, CachedPod, Caches};
 use crate::children::{self, Identity, Settings};
 use crate::claim::outcome::{self, ClaimResult};
@@ -58,6 +60,7 @@ pub struct Context {
     caches: RwLock<Arc<Caches>>,
     written: Arc<Written>,
     baselines: Baselines,
+    burst: Burst,
 }
 
 impl std::fmt::Debug for Context {
@@ -81,6 +84,7 @@ impl Context {
             caches: RwLock::default(),
             written: Arc::default(),
             baselines: Baselines::default(),
+            burst: Burst::default(),
         }
     }
 
@@ -184,13 +188,22 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         // Owner references let the garbage collector delete the Pod, whose
         // runtime closes the browser on SIGTERM.
         ctx.written.forget(uid);
+        ctx.burst.forget(uid);
         return Ok(Action::await_change());
     }
     if ctx.written.is_stale(uid, bs.meta().resource_version.as_deref()) {
         return Ok(Action::requeue(STALE_REQUEUE));
     }
-    let session_id = Identity::of(&bs)?;
     let now = Timestamp::now();
+    let age = outcome::waited(bs.meta().creation_timestamp.as_ref(), now)
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .unwrap_or(Duration::MAX);
+    // Its children exist and a burst still waits: its first status too.
+    let deferred = bs.status.is_none() && ctx.burst.is_deferred(uid);
+    if deferred && ctx.burst.yields(age) {
+        return Ok(Action::requeue(burst::RETRY));
+    }
+    let session_id = Identity::of(&bs)?;
     let caches = ctx.caches();
     let filled = caches.ready().await;
     let target =
@@ -198,7 +211,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // Nothing of this session can exist that the caches would not show: it
     // has no status yet, no earlier reconcile of it in this process failed
     // half-way, and the caches hold their first lists.
-    let untouched = bs.status.is_none() && !ctx.failures.failing(&key(&bs)) && filled;
+    let untouched = bs.status.is_none() && !deferred && !ctx.failures.failing(&key(&bs)) && filled;
     // The namespace's baseline policy isolates every browser Pod until its
     // own policy exists; a cache lookup once it is in place.
     let baseline = match ctx.baselines.ensure(target).await {
@@ -258,6 +271,13 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
             PodState::Exists(Box::new((**pod).clone()))
         }
         _ if at_once => PodState::ToCreate,
+        // Its first reconcile made the Pod (its status waited for a
+        // burst): until the watch shows it, it is the Pod as built. (Shown
+        // and gone since: deleted, and made again below.)
+        _ if deferred && caches.created_pods.awaits(&id.namespace, &children.pod.name_any()) => {
+            apply::apply_all_but_the_pod(target, &children, apply::Seen::Before).await?;
+            PodState::Exists(Box::new(children.pod.clone()))
+        }
         _ => {
             let recorded = bs.status.as_ref().is_some_and(|s| s.pod_name.is_some());
             apply::apply_children(target, &children, create_pod, recorded).await?
@@ -287,10 +307,23 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
             _ => Ok(()),
         }
     };
-    let ((), written, placed) =
-        futures::join!(publish_events(&ctx, &bs, &new), write_status(&ctx, &bs, id, new.clone()), place);
+    // In a burst the first status waits (the Pod is made either way).
+    let yields = at_once && ctx.burst.yields(age);
+    let report = async {
+        if yields {
+            return Ok(());
+        }
+        let ((), written) = futures::join!(publish_events(&ctx, &bs, &new), write_status(&ctx, &bs, id, new.clone()));
+        written
+    };
+    let (written, placed) = futures::join!(report, place);
     written?;
     placed?;
+    if yields {
+        ctx.burst.defer(uid);
+        ctx.failures.clear(&key(&bs));
+        return Ok(Action::requeue(burst::RETRY));
+    }
     // Only from the reconcile that chose the browser: a later one (even
     // with a cache that has not seen this status yet) finds it already there.
     if let (Some(pooled), Some(pool_ref)) = (pooled.as_ref().filter(|p| p.decided), &bs.spec.pool) {
@@ -374,14 +407,35 @@ async fn write_status(ctx: &Context, bs: &BrowserSession, id: &Identity, new: Br
     let patch: json_patch::Patch = serde_json::from_value(json!([{"op": "add", "path": "/status", "value": new}]))
         .map_err(|source| Error::Serialize { what: "a status patch", source })?;
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
-    let written = api.patch_status(&id.name, &params, &Patch::Json::<()>(patch)).await.map_err(Error::kube(
-        "patch status",
-        "BrowserSession",
-        &id.namespace,
-        &id.name,
-    ))?;
-    ctx.written.record(&id.owner.uid, written.meta().resource_version.as_deref());
-    Ok(())
+    let uid = &id.owner.uid;
+    ctx.written.expect(uid, ctx.written.fingerprint(&as_reconciled(bs, Some(&new))));
+    match api.patch_status(&id.name, &params, &Patch::Json::<()>(patch)).await {
+        Ok(written) => {
+            ctx.written.record(uid, written.meta().resource_version.as_deref());
+            ctx.burst.forget(uid);
+            Ok(())
+        }
+        Err(e) => {
+            ctx.written.abandon(uid);
+            Err(Error::kube("patch status", "BrowserSession", &id.namespace, &id.name)(e))
+        }
+    }
+}
+
+/// What a reconcile reads of a session but its resourceVersion (its spec
+/// by generation): a watch event that shows what a status write made of
+/// the session is that write's echo ([`crate::written::Written::is_echo`]).
+fn as_reconciled<'a>(bs: &'a BrowserSession, status: Option<&'a BrowserSessionStatus>) -> impl Serialize + 'a {
+    let meta = bs.meta();
+    (
+        meta.generation,
+        &meta.labels,
+        &meta.annotations,
+        &meta.finalizers,
+        &meta.owner_references,
+        &meta.deletion_timestamp,
+        status,
+    )
 }
 
 /// Carries out the recovery decision: deletes a failed (or budget-spent,
@@ -535,6 +589,7 @@ fn controller_for(
             let echo = matches!(event, Event::Apply(bs) if written.is_echo(
                 bs.meta().uid.as_deref().unwrap_or_default(),
                 bs.meta().resource_version.as_deref(),
+                || written.fingerprint(&as_reconciled(bs, bs.status.as_ref())),
             ));
             std::future::ready(!echo)
         })
@@ -624,8 +679,10 @@ pub async fn run_with<R, F>(
                     // Only the key waits: a session changed meanwhile (a burst's
                     // status writes) would otherwise stay in memory twice.
                     let key = ObjectRef::from_obj(&*bs);
+                    let first = ctx.burst.is_first(bs.meta().uid.as_deref().unwrap_or_default(), bs.status.is_some());
                     drop(bs);
                     async move {
+                        let _first = first.then(|| ctx.burst.begin());
                         // Never closed; were it, reconciling unbounded beats not at all.
                         let _slot = slots.acquire_owned().await.ok();
                         // The session as it is now, not as when it began to wait

@@ -15,6 +15,7 @@
 
 pub mod apply;
 pub mod baseline;
+pub mod burst;
 pub mod cache;
 pub mod children;
 pub mod claim;

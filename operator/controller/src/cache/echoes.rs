@@ -32,6 +32,12 @@ impl Echoes {
         }
     }
 
+    /// Whether `namespace/name` was created here and the watch has not
+    /// shown it yet.
+    pub fn awaits(&self, namespace: &str, name: &str) -> bool {
+        self.0.lock().is_ok_and(|map| map.contains_key(&(namespace.to_owned(), name.to_owned())))
+    }
+
     /// Whether `meta` is the object as this process created it (then
     /// forgotten: any later event is news).
     pub fn heard(&self, meta: &ObjectMeta) -> bool {
@@ -83,7 +89,9 @@ mod tests {
         let echoes = Echoes::default();
         assert!(!echoes.heard(&meta("p", "5")), "not created here");
         echoes.expect("ns", "p", Some("5"));
+        assert!(echoes.awaits("ns", "p"));
         assert!(echoes.heard(&meta("p", "5")));
+        assert!(!echoes.awaits("ns", "p"), "the watch showed it");
         assert!(!echoes.heard(&meta("p", "5")), "heard once");
         assert!(echoes.is_empty());
 
