@@ -8,7 +8,9 @@
 //! anything urgent: the Pod is created either way. While other sessions
 //! are in their first reconcile (waiting for a slot, or making their
 //! children), it waits instead, for at most [`MAX_DELAY`] after the
-//! session was created. A session made alone never waits. (Waiting for a
+//! session was created, and only while its Pod is not yet Ready, failed
+//! or ended: that news is written at once. A session made alone never
+//! waits. (Waiting for a
 //! slot was not the sign of a burst: in a burst of 1,000 the API server's
 //! CPU, not the 96 slots, held the first reconciles back.)
 
@@ -17,11 +19,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use playpen_api::v1alpha1::Phase;
+
 /// The longest a session goes without a status because of a burst.
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
 
 /// How soon a session whose first status waits looks again.
 pub const RETRY: Duration = Duration::from_secs(1);
+
+/// Whether a first status that would report `phase` may wait for a burst:
+/// only one that says the browser is still on its way.
+pub fn may_wait(phase: Phase) -> bool {
+    matches!(phase, Phase::Pending | Phase::Starting)
+}
 
 /// Sessions in their first reconcile, and those whose first status write
 /// waits for them.
@@ -100,6 +110,15 @@ mod tests {
         drop(other);
         assert!(!burst.yields(young), "the other one is done");
         drop(mine);
+    }
+
+    #[test]
+    fn only_a_browser_on_its_way_waits() {
+        assert!(may_wait(Phase::Pending));
+        assert!(may_wait(Phase::Starting));
+        for news in [Phase::Ready, Phase::Degraded, Phase::Failed, Phase::Completed] {
+            assert!(!may_wait(news), "{news:?} is written at once");
+        }
     }
 
     #[test]

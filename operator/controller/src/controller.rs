@@ -19,7 +19,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
-use playpen_api::naming::{MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
+use playpen_api::naming::{ChildNames, MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
 use playpen_api::v1alpha1::{condition, BrowserPool, BrowserSessionStatus, Phase, SandboxMode};
 use playpen_api::BrowserSession;
 use serde::Serialize;
@@ -198,13 +198,14 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let age = outcome::waited(bs.meta().creation_timestamp.as_ref(), now)
         .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
         .unwrap_or(Duration::MAX);
-    // Its children exist and a burst still waits: its first status too.
+    let caches = ctx.caches();
+    // Its children exist and a burst still waits: its first status too,
+    // unless its Pod has news (Ready, failed, ended).
     let deferred = bs.status.is_none() && ctx.burst.is_deferred(uid);
-    if deferred && ctx.burst.yields(age) {
+    if deferred && ctx.burst.yields(age) && burst::may_wait(deferred_browser_phase(&caches, &bs)) {
         return Ok(Action::requeue(burst::RETRY));
     }
     let session_id = Identity::of(&bs)?;
-    let caches = ctx.caches();
     let filled = caches.ready().await;
     let target =
         apply::Target { client: &ctx.client, fence: &ctx.fence, namespace: &session_id.namespace, cache: &caches };
@@ -339,6 +340,16 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         (_, Some(Phase::Failed)) if !missing.is_empty() => Action::requeue(Duration::from_secs(10)),
         _ => Action::requeue(Duration::from_secs(300)),
     })
+}
+
+/// The browser phase of a session whose first status waits for a burst,
+/// from its Pod in the cache (one made by this process but not seen yet is
+/// `Pending`). Such a session is never pooled: its Pod has the session's
+/// own name.
+fn deferred_browser_phase(caches: &Caches, bs: &BrowserSession) -> Phase {
+    let name = ChildNames::for_session(&bs.name_any()).pod;
+    let cached = caches.pods.get(&bs.namespace().unwrap_or_default(), &name);
+    status::browser_phase(cached.map(|pod| pod.to_pod()).as_ref())
 }
 
 /// Makes a claimed Pod's mounts the session's: re-owned from the pool when

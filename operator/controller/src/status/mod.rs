@@ -72,6 +72,11 @@ fn last_failure(c: &ContainerStatus) -> Option<TerminationReport> {
     Some(report)
 }
 
+/// The phase a session's status would report for its browser `pod` alone.
+pub fn browser_phase(pod: Option<&Pod>) -> Phase {
+    from_pod(pod).0
+}
+
 /// Browser condition and phase from the Pod.
 fn from_pod(pod: Option<&Pod>) -> (Phase, Cond, Cond) {
     let Some(pod) = pod else {
