@@ -10,9 +10,9 @@
 //! children), it waits instead, for at most [`MAX_DELAY`] after the
 //! session was created, and only while its Pod is not yet Ready, failed
 //! or ended: that news is written at once. A session made alone never
-//! waits. (Waiting for a
-//! slot was not the sign of a burst: in a burst of 1,000 the API server's
-//! CPU, not the 96 slots, held the first reconciles back.)
+//! waits. (Waiting for a slot was not the sign of a burst: in a burst of
+//! 1,000 the API server's CPU, not the 96 slots, held the first
+//! reconciles back.)
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,8 +54,9 @@ impl Drop for First<'_> {
 }
 
 impl Burst {
-    /// Whether a session with (`has_status`) and `uid` would be reconciled
-    /// for the first time: no status and no children made for it yet.
+    /// Whether the session `uid` (with a status or not: `has_status`)
+    /// would be reconciled for the first time: no status and no children
+    /// made for it yet.
     pub fn is_first(&self, uid: &str, has_status: bool) -> bool {
         !has_status && !self.is_deferred(uid)
     }
