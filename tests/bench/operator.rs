@@ -188,14 +188,24 @@ impl Watchers {
     async fn start(client: &Client, ns: &str, ready: bool, status: bool) -> Self {
         let seen = Seen::default();
         let managed = watcher::Config::default().labels(&managed_selector());
+        // One watch per kind, recording every key it shows.
         let mut tasks = vec![
-            record::<Pod>(client, ns, &managed, &seen, present("Pod")),
-            record::<Secret>(client, ns, &managed, &seen, present("Secret")),
-            record::<ConfigMap>(client, ns, &managed, &seen, present("ConfigMap")),
-            record::<Service>(client, ns, &managed, &seen, present("Service")),
-            record::<NetworkPolicy>(client, ns, &managed, &seen, present("NetworkPolicy")),
-            record::<PersistentVolumeClaim>(client, ns, &managed, &seen, present("PersistentVolumeClaim")),
-            record::<ConfigMap>(
+            record::<Pod, _>(client, ns, &managed, &seen, move |pod: &Pod| {
+                let is_ready = pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                let name = pod.name_any();
+                let ready_key = (ready && is_ready).then(|| ("PodReady", name.clone()));
+                [Some(("Pod", name)), ready_key].into_iter().flatten()
+            }),
+            record::<Secret, _>(client, ns, &managed, &seen, present("Secret")),
+            record::<ConfigMap, _>(client, ns, &managed, &seen, present("ConfigMap")),
+            record::<Service, _>(client, ns, &managed, &seen, present("Service")),
+            record::<NetworkPolicy, _>(client, ns, &managed, &seen, present("NetworkPolicy")),
+            record::<PersistentVolumeClaim, _>(client, ns, &managed, &seen, present("PersistentVolumeClaim")),
+            record::<ConfigMap, _>(
                 client,
                 ns,
                 &watcher::Config::default().labels("playpen.dev/bench=baseline"),
@@ -203,36 +213,20 @@ impl Watchers {
                 present("Baseline"),
             ),
         ];
-        if status {
-            tasks.push(record::<BrowserSession>(
-                client,
-                ns,
-                &watcher::Config::default(),
-                &seen,
-                |bs: &BrowserSession| bs.status.as_ref()?.pod_name.as_ref().map(|_| ("Status", bs.name_any())),
-            ));
-        }
-        if ready {
-            tasks.push(record::<Pod>(client, ns, &managed, &seen, |pod: &Pod| {
-                let conditions = pod.status.as_ref()?.conditions.as_ref()?;
-                conditions
-                    .iter()
-                    .any(|c| c.type_ == "Ready" && c.status == "True")
-                    .then(|| ("PodReady", pod.name_any()))
-            }));
-            tasks.push(record::<BrowserSession>(
-                client,
-                ns,
-                &watcher::Config::default(),
-                &seen,
-                |bs: &BrowserSession| {
-                    let conditions = &bs.status.as_ref()?.conditions;
-                    conditions
-                        .iter()
-                        .any(|c| c.type_ == condition::READY && c.status == "True")
-                        .then(|| ("Ready", bs.name_any()))
-                },
-            ));
+        if status || ready {
+            let session_keys = move |bs: &BrowserSession| {
+                let Some(st) = bs.status.as_ref() else { return Vec::new() };
+                let is_ready = st.conditions.iter().any(|c| c.type_ == condition::READY && c.status == "True");
+                let mut keys = Vec::new();
+                if status && st.pod_name.is_some() {
+                    keys.push(("Status", bs.name_any()));
+                }
+                if ready && is_ready {
+                    keys.push(("Ready", bs.name_any()));
+                }
+                keys
+            };
+            tasks.push(record::<BrowserSession, _>(client, ns, &watcher::Config::default(), &seen, session_keys));
         }
         // Let every watch list before anything is created.
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -287,14 +281,15 @@ impl Watchers {
 }
 
 /// Records when `key` first holds for an object of kind `K` in `ns`.
-fn record<K>(
+fn record<K, I>(
     client: &Client,
     ns: &str,
     cfg: &watcher::Config,
     seen: &Seen,
-    key: impl Fn(&K) -> Option<(&'static str, String)> + Send + 'static,
+    keys: impl Fn(&K) -> I + Send + 'static,
 ) -> tokio::task::JoinHandle<()>
 where
+    I: IntoIterator<Item = (&'static str, String)>,
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
         + DeserializeOwned
@@ -308,8 +303,8 @@ where
         let stream = watcher(api, cfg).default_backoff().applied_objects();
         futures::pin_mut!(stream);
         while let Ok(Some(obj)) = stream.try_next().await {
-            if let Some(k) = key(&obj) {
-                if let Ok(mut s) = seen.lock() {
+            if let Ok(mut s) = seen.lock() {
+                for k in keys(&obj) {
                     s.entry(k).or_insert_with(Instant::now);
                 }
             }
