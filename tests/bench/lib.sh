@@ -144,6 +144,7 @@ install_bench_chart() {
     --take-ownership --wait --timeout "${timeout}s" \
     --set image.repository=playpen/operator,image.tag=dev,image.pullPolicy=Never \
     --set "watchNamespaces={${ns}}" --set logFormat=text \
+    --set "sessions.resources.requests.cpu=${PLAYPEN_BENCH_SESSION_CPU:-20m}" \
     --set seccompProfileInstaller.enabled=true,seccompProfileInstaller.image.repository=playpen/base \
     --set seccompProfileInstaller.image.tag=bookworm,seccompProfileInstaller.image.pullPolicy=Never >/dev/null; then
     log "ERROR: helm could not install the chart (its error is above), or the chart's operator (and its seccomp" \

@@ -2,6 +2,7 @@
 //! (server-side dry run); values typos and unsafe combinations refused.
 
 use playpen_tests::{client, TestNamespace};
+use serde::Deserialize as _;
 
 use crate::{helm, kubectl, run, CHART};
 
@@ -125,6 +126,45 @@ fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
     ] {
         assert!(network.contains(needle), "{needle} missing from the Deployment");
     }
+    Ok(())
+}
+
+/// The operator's environment variable `name` as the Deployment in `manifest` sets it.
+fn operator_env(manifest: &str, name: &str) -> anyhow::Result<String> {
+    for doc in serde_yaml::Deserializer::from_str(manifest) {
+        let value = serde_yaml::Value::deserialize(doc)?;
+        if value["kind"].as_str() != Some("Deployment") {
+            continue;
+        }
+        let env = value["spec"]["template"]["spec"]["containers"][0]["env"].as_sequence().cloned().unwrap_or_default();
+        if let Some(var) = env.iter().find(|e| e["name"].as_str() == Some(name)) {
+            return Ok(var["value"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    anyhow::bail!("the Deployment sets no {name}")
+}
+
+#[test]
+fn the_chart_default_browser_resources_are_the_operators() -> anyhow::Result<()> {
+    let rendered = |sets: &[&str]| -> anyhow::Result<serde_json::Value> {
+        let mut argv = vec!["template", "pp", CHART];
+        argv.extend(sets);
+        let text = operator_env(&helm(&argv)?, "PLAYPEN_BROWSER_RESOURCES")?;
+        Ok(serde_json::from_str(&text)?)
+    };
+    let shipped: serde_json::Value = serde_json::from_str(playpen_operator::children::DEFAULT_BROWSER_RESOURCES)?;
+    assert_eq!(rendered(&[])?, shipped, "values.yaml sessions.resources and the operator's default differ");
+    let none = rendered(&["--set", "sessions.resources=null"])?;
+    assert_eq!(none, serde_json::json!({}), "null sets none");
+    let small = rendered(&["--set", "sessions.resources.requests.cpu=25m"])?;
+    assert_eq!(small["requests"]["cpu"], "25m");
+    assert_eq!(small["requests"]["memory"], shipped["requests"]["memory"], "the other defaults stay");
+    let typo = run(
+        &playpen_tests::tool("PLAYPEN_HELM")?,
+        &["template", "pp", CHART, "--set", "sessions.resources.requests.gpu=1"],
+        None,
+    )?;
+    assert!(!typo.status.success(), "an unknown resource name is refused by the values schema");
     Ok(())
 }
 

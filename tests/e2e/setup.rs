@@ -44,6 +44,11 @@ pub struct Installed {
 /// The cluster's Pod and Service ranges (tests/cluster/lib.sh), given to the chart.
 pub const CLUSTER_CIDRS: &str = "network.clusterCIDRs={10.244.0.0/24,10.96.0.0/12}";
 
+/// The suites run 20 and more sessions at once on the 2-core node: the
+/// default CPU request (100m) would admit about 17 beside the rest. Only the
+/// overload test relies on requests filling the node, and sets its own.
+pub const SESSION_CPU_REQUEST: &str = "sessions.resources.requests.cpu=20m";
+
 /// Tolerations for the node taint, as JSON.
 pub fn tolerations() -> serde_json::Value {
     json!([{"key": NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}])
@@ -89,6 +94,8 @@ pub async fn install_release(client: &Client, release: &str, sets: &[&str]) -> a
         "logFormat=text",
         "--set",
         CLUSTER_CIDRS,
+        "--set",
+        SESSION_CPU_REQUEST,
     ];
     for set in sets {
         args.extend(["--set", set]);

@@ -187,7 +187,7 @@ pub fn settings() -> Settings {
     Settings {
         enforced_seccomp: SeccompChoice::Localhost("playpen/chromium.json".into()),
         run_as_user: 1000,
-        egress: Default::default(),
+        ..Settings::default()
     }
 }
 

@@ -33,6 +33,14 @@ pub const SESSION_RUNTIME_BIN: &str = "/usr/local/bin/playpen-session";
 /// first success up to a little less than this (see the runtime's `probe`),
 /// so a fresh session turns Ready as soon as it is, not a probe period later.
 pub const READINESS_PROBE_TIMEOUT_SECONDS: i32 = 3;
+/// The port of the runtime's readiness endpoint, on the Pod's own address
+/// (where the kubelet's HTTP probe connects) and never on loopback, so it
+/// takes no port a session may pin there. It answers ready or not ready and
+/// nothing else: an HTTP probe costs the node no process start, where an
+/// exec probe started one every period.
+pub const READINESS_PORT: u16 = 9321;
+/// The path the kubelet asks on [`READINESS_PORT`].
+pub const READINESS_PATH: &str = "/readyz";
 /// Where the container writes its termination message.
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 /// `HOME` in the Pod: a directory under [`DATA_HOME`] (the root filesystem is
@@ -89,6 +97,9 @@ pub mod env {
     pub const HOME: &str = "HOME";
     /// The scratch directory ([`super::TMP_DIR`] in the Pod).
     pub const TMPDIR: &str = "TMPDIR";
+    /// The Pod's IP address (the downward API's `status.podIP`): where the
+    /// runtime binds its readiness endpoint ([`super::READINESS_PORT`]).
+    pub const POD_IP: &str = "PLAYPEN_POD_IP";
 }
 
 /// AF_UNIX `sun_path` budget the CLI enforces (bytes, excluding the NUL).

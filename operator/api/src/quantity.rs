@@ -6,6 +6,17 @@
 /// The whole bytes `text` stands for, rounded down; `None` when it is not a
 /// quantity or exceeds `u64::MAX` bytes.
 pub fn bytes(text: &str) -> Option<u64> {
+    u64::try_from(scaled(text, 0)?).ok()
+}
+
+/// Thousandths of what `text` stands for (CPU in millicores), rounded down;
+/// `None` when it is not a quantity or is out of range.
+pub fn millis(text: &str) -> Option<u128> {
+    scaled(text, 3)
+}
+
+/// `text`'s value times 10^`shift`, rounded down.
+fn scaled(text: &str, shift: i32) -> Option<u128> {
     let text = text.strip_prefix('+').unwrap_or(text);
     let number_end = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let (number, suffix) = text.split_at(number_end);
@@ -15,7 +26,7 @@ pub fn bytes(text: &str) -> Option<u64> {
     }
     // value = digits / 10^scale, with `digits` the number without its point.
     let digits: u128 = format!("{whole}{fraction}").parse().ok()?;
-    let mut scale = i32::try_from(fraction.len()).ok()?;
+    let mut scale = i32::try_from(fraction.len()).ok()? - shift;
     let mut factor: u128 = 1;
     match suffix {
         "" => {}
@@ -39,18 +50,28 @@ pub fn bytes(text: &str) -> Option<u64> {
             scale -= exponent.parse::<i32>().ok().filter(|e| e.abs() <= 40)?;
         }
     }
-    let scaled = digits.checked_mul(factor)?;
-    let value = if scale >= 0 {
-        scaled / 10u128.checked_pow(u32::try_from(scale).ok()?).unwrap_or(u128::MAX)
+    let product = digits.checked_mul(factor)?;
+    if scale >= 0 {
+        Some(product / 10u128.checked_pow(u32::try_from(scale).ok()?).unwrap_or(u128::MAX))
     } else {
-        scaled.checked_mul(10u128.checked_pow(scale.unsigned_abs())?)?
-    };
-    u64::try_from(value).ok()
+        product.checked_mul(10u128.checked_pow(scale.unsigned_abs())?)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::bytes;
+
+    #[test]
+    fn millis_keep_what_bytes_round_away() {
+        use super::millis;
+        assert_eq!(millis("100m"), Some(100));
+        assert_eq!(millis("0.25"), Some(250));
+        assert_eq!(millis("2"), Some(2000));
+        assert_eq!(millis("1500u"), Some(1));
+        assert_eq!(millis("1Ki"), Some(1_024_000));
+        assert_eq!(millis("x"), None);
+    }
 
     #[test]
     fn binary_and_decimal_suffixes() {

@@ -85,6 +85,28 @@ pub struct TerminationReport {
     pub message: String,
 }
 
+/// The reasons the runtime reports when it gives up (`Fatal::reason` in
+/// playpen-session). Each one is the session's own doing (its spec, its
+/// image, its volume), never a slow node, which the runtime waits out: a
+/// session that never became Ready and reports one of these has failed to
+/// start; any other exit (killed, out of memory) leaves it Starting.
+pub const RUNTIME_FAILURE_REASONS: &[&str] = &[
+    "RuntimeConfigInvalid",
+    "SocketBudgetExceeded",
+    "SocketNamespaceUnsafe",
+    "SocketHooksMissing",
+    "PlaywrightCliNotFound",
+    "BrowserRevisionAbsent",
+    "NoUsableSandbox",
+    "SandboxRequiresNonRoot",
+    "ViewerPortTaken",
+    "CdpPortTaken",
+    "ReadinessPortTaken",
+    "RecordingUnavailable",
+    "SnapshotVolumeFull",
+    "DaemonStartFailed",
+];
+
 /// Reason of a report whose own reason is missing or unusable.
 pub const FALLBACK_REASON: &str = "BrowserContainerFailed";
 /// The kubelet keeps at most 4096 bytes of a termination message; a report

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use playpen_operator::children::{Cidr, DnsPeer, EgressDefaults, SeccompChoice, Settings};
+use playpen_operator::children::{parse_browser_resources, Cidr, DnsPeer, EgressDefaults, SeccompChoice, Settings};
 use playpen_operator::leader::LeaseConfig;
 use playpen_operator::operator::{self, Config};
 use playpen_operator::recovery::RecoveryBudget;
@@ -83,6 +83,10 @@ struct RunArgs {
     /// Restarts of a browser container that never becomes ready before its Pod is stopped.
     #[arg(long, env = "PLAYPEN_CONTAINER_RESTARTS", default_value_t = 10, value_parser = clap::value_parser!(i32).range(1..=10000))]
     container_restarts: i32,
+    /// The browser container's resources where a session or pool template
+    /// sets none, as JSON (`{"requests":{...},"limits":{...}}`; `{}` for none).
+    #[arg(long, env = "PLAYPEN_BROWSER_RESOURCES", default_value = playpen_operator::children::DEFAULT_BROWSER_RESOURCES)]
+    browser_resources: String,
     /// Human-readable logs instead of JSON.
     #[arg(long, env = "PLAYPEN_LOG_TEXT", default_value_t = false)]
     log_text: bool,
@@ -141,13 +145,16 @@ async fn main() -> anyhow::Result<()> {
             cidrs: cidrs(&args.dns_cidrs).context("--dns-cidrs (chart value network.dns.cidrs)")?,
         },
     };
+    let browser_resources = parse_browser_resources(&args.browser_resources)
+        .map_err(anyhow::Error::msg)
+        .context("--browser-resources (chart value sessions.resources)")?;
     let identity = match args.identity {
         Some(id) => id,
         None => format!("playpen-operator-{}", std::process::id()),
     };
     let config = Config {
         namespaces: args.namespaces.into_iter().filter(|n| !n.is_empty()).collect(),
-        settings: Settings { enforced_seccomp, run_as_user: args.run_as_user, egress },
+        settings: Settings { enforced_seccomp, run_as_user: args.run_as_user, egress, browser_resources },
         http_addr: args.http_addr,
         lease: args.leader_election.then(|| LeaseConfig {
             name: args.lease_name,

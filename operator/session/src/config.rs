@@ -1,11 +1,12 @@
 //! Command line, environment and the mounted `runtime.json`: everything the
 //! runtime is told, and the scrubbed environment its children get.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use playpen_api::layout::{env, RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, TERMINATION_MESSAGE_PATH};
+use playpen_api::layout::{env, READINESS_PORT, RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, TERMINATION_MESSAGE_PATH};
 use playpen_api::runtime_config::RuntimeConfig;
 
 use crate::error::Fatal;
@@ -27,7 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the session (the container's entrypoint).
     Run,
-    /// Readiness probe: exit 0 when the daemon and, if enabled, the viewer answer.
+    /// Readiness check: exit 0 when the daemon and, if enabled, the viewer
+    /// answer (the kubelet asks the same over HTTP, `GET /readyz`).
     Probe,
 }
 
@@ -66,6 +68,14 @@ pub struct Options {
     #[arg(long, global = true, env = "PLAYPEN_VIEWER_DASHBOARD_IDLE_SECONDS", default_value_t = 300,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub viewer_dashboard_idle_seconds: u64,
+    /// The Pod's IP address (the downward API sets it): the readiness
+    /// endpoint listens there, on the fixed readiness port.
+    #[arg(long, global = true, env = env::POD_IP)]
+    pub pod_ip: Option<IpAddr>,
+    /// Where the readiness endpoint listens, overriding `--pod-ip` (runtimes
+    /// run side by side outside a Pod, as the tests do, each take their own).
+    #[arg(long, global = true, env = "PLAYPEN_READINESS_ADDR")]
+    pub readiness_addr: Option<SocketAddr>,
 }
 
 /// When the viewer's dashboard (a Node process of about 138 MB) runs.
@@ -90,6 +100,15 @@ impl Options {
     /// How long an on-demand dashboard outlives its last viewer connection.
     pub fn viewer_dashboard_idle(&self) -> Duration {
         Duration::from_secs(self.viewer_dashboard_idle_seconds)
+    }
+
+    /// Where the readiness endpoint listens: `--readiness-addr`, else the
+    /// Pod's address, else every address (a Pod built by an operator that
+    /// does not pass the Pod's address).
+    pub fn readiness_addr(&self) -> SocketAddr {
+        self.readiness_addr.unwrap_or_else(|| {
+            SocketAddr::new(self.pod_ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), READINESS_PORT)
+        })
     }
 
     /// How often the mutable policy (retention, lifetime) is re-read and applied.

@@ -68,6 +68,17 @@ pub enum Fatal {
         /// The bind error.
         source: std::io::Error,
     },
+    /// The readiness endpoint's port on the Pod's address is held by something else.
+    #[error(
+        "the readiness endpoint {addr} is already in use ({source}): another process in the Pod (an agent \
+         sidecar?) holds it; the kubelet probes this port, so free it"
+    )]
+    ReadinessPortTaken {
+        /// The address bound.
+        addr: std::net::SocketAddr,
+        /// The bind error.
+        source: std::io::Error,
+    },
     /// A recording the spec asks for cannot start.
     #[error(
         "the session records ({what}) but {verb} failed: {detail}. Remedy: for video, an image with ffmpeg \
@@ -128,6 +139,7 @@ impl Fatal {
             Fatal::SandboxAsRoot { .. } => "SandboxRequiresNonRoot",
             Fatal::ViewerPortTaken { .. } => "ViewerPortTaken",
             Fatal::CdpPortTaken { .. } => "CdpPortTaken",
+            Fatal::ReadinessPortTaken { .. } => "ReadinessPortTaken",
             Fatal::RecordingUnavailable { .. } => "RecordingUnavailable",
             Fatal::SnapshotVolumeFull { .. } => "SnapshotVolumeFull",
             Fatal::DaemonStart(_) => "DaemonStartFailed",
@@ -143,4 +155,39 @@ pub mod exit {
     pub const FATAL: i32 = 1;
     /// The probe found the session not ready. (Usage errors exit 2, from clap.)
     pub const NOT_READY: i32 = 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_is_one_the_operator_knows_as_the_sessions_own() {
+        let io = || std::io::Error::from(std::io::ErrorKind::AddrInUse);
+        let path = PathBuf::from("/x");
+        let text = String::new;
+        let all = [
+            Fatal::Config { path: path.clone(), message: text() },
+            Fatal::SocketBudget(SocketBudgetExceeded { len: 1, sockets_dir: text(), session: text() }),
+            Fatal::Namespace { path: path.clone(), message: text() },
+            Fatal::Hooks(HooksError::Missing { core: path.clone(), missing: vec![] }),
+            Fatal::Hooks(HooksError::NoPackage { launcher: path.clone(), why: text() }),
+            Fatal::Browser(BrowserMissing::Nothing(text())),
+            Fatal::NoUsableSandbox { detail: text() },
+            Fatal::SandboxAsRoot { detail: text() },
+            Fatal::ViewerPortTaken { port: 1, source: io() },
+            Fatal::CdpPortTaken { port: 1, source: io() },
+            Fatal::ReadinessPortTaken { addr: "127.0.0.1:1".parse().unwrap(), source: io() },
+            Fatal::RecordingUnavailable { what: "video", verb: text(), detail: text() },
+            Fatal::SnapshotVolumeFull { dir: path, used: 1, full_at: 1, capacity: 1 },
+            Fatal::DaemonStart(text()),
+        ];
+        for fatal in &all {
+            assert!(
+                playpen_api::runtime_config::RUNTIME_FAILURE_REASONS.contains(&fatal.reason()),
+                "{} is missing from RUNTIME_FAILURE_REASONS",
+                fatal.reason()
+            );
+        }
+    }
 }

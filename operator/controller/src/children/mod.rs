@@ -6,13 +6,14 @@ mod labels;
 mod launch;
 mod network;
 mod pod;
+mod resources;
 mod runtime;
 mod storage;
 
 #[cfg(test)]
 mod tests;
 
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceRequirements, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
@@ -28,6 +29,7 @@ pub use network::{
     SPECIAL_RANGES,
 };
 pub use pod::{SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
+pub use resources::{browser_resources, parse_defaults as parse_browser_resources, DEFAULT_BROWSER_RESOURCES};
 pub use runtime::runtime_config;
 
 /// Who a session is: everything derived from its metadata, computed once.
@@ -77,6 +79,8 @@ pub struct Settings {
     pub run_as_user: i64,
     /// Cluster-wide egress settings.
     pub egress: EgressDefaults,
+    /// The browser container's resources where a session (or pool template) sets none.
+    pub browser_resources: ResourceRequirements,
 }
 
 impl Default for Settings {
@@ -85,6 +89,7 @@ impl Default for Settings {
             enforced_seccomp: SeccompChoice::Localhost(pod::DEFAULT_SECCOMP_PROFILE.to_owned()),
             run_as_user: 1000,
             egress: EgressDefaults::default(),
+            browser_resources: resources::parse_defaults(DEFAULT_BROWSER_RESOURCES).unwrap_or_default(),
         }
     }
 }

@@ -2,21 +2,23 @@
 //! the session's environment, its volumes, and a restricted security context.
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction, KeyToPath,
-    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe, SeccompProfile, SecretVolumeSource,
-    SecurityContext, Volume, VolumeMount,
+    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, KeyToPath, ObjectFieldSelector, PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec,
+    Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use playpen_api::layout::{
     daemon_session_dir, env, sockets_dir, AUTH_STATE_DIR, AUTH_STATE_FILE, DATA_HOME, HOME_DIR, LAUNCH_CONFIG_DIR,
-    PROFILE_DIR, READINESS_PROBE_TIMEOUT_SECONDS, RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, SESSION_RUNTIME_BIN,
-    SNAPSHOT_DIR, TERMINATION_MESSAGE_PATH, TMP_DIR,
+    PROFILE_DIR, READINESS_PATH, READINESS_PORT, READINESS_PROBE_TIMEOUT_SECONDS, RUNTIME_CONFIG_DIR,
+    RUNTIME_CONFIG_KEY, SESSION_RUNTIME_BIN, SNAPSHOT_DIR, TERMINATION_MESSAGE_PATH, TMP_DIR,
 };
 use playpen_api::v1alpha1::{SandboxMode, DEFAULT_SHM_SIZE, DEFAULT_SNAPSHOT_SIZE_LIMIT};
 use playpen_api::BrowserSession;
 
 use super::labels::{child_meta, COMPONENT_BROWSER};
 use super::network::pinned_ports;
+use super::resources::browser_resources;
 use super::runtime::launch_config_path;
 use super::Identity;
 use super::Settings;
@@ -29,6 +31,8 @@ pub const DEFAULT_SECCOMP_PROFILE: &str = "playpen/chromium.json";
 pub const BROWSER_CONTAINER: &str = "browser";
 /// Name of the agent sidecar container.
 pub const AGENT_CONTAINER: &str = "agent";
+/// Name of the browser container's readiness port.
+pub const READINESS_PORT_NAME: &str = "readiness";
 
 /// Which seccomp profile an Enforced-sandbox Pod gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,6 +219,16 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
     let pod_settings = spec.pod.clone().unwrap_or_default();
     let (volumes, browser_mounts, agent_mounts) = volumes(bs, id);
     let env = session_env(bs, id);
+    // The readiness endpoint listens on the Pod's address; the agent does not need it.
+    let mut browser_env = env.clone();
+    browser_env.push(EnvVar {
+        name: env::POD_IP.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector { field_path: "status.podIP".into(), api_version: None }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    });
     let pull_policy = spec.image_pull_policy.map(|p| p.as_str().to_owned());
     let seccomp = match spec.sandbox {
         SandboxMode::Enforced => settings.enforced_seccomp.profile(),
@@ -226,10 +240,11 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
         image_pull_policy: pull_policy.clone(),
         command: Some(vec![SESSION_RUNTIME_BIN.into()]),
         args: Some(vec!["run".into()]),
-        env: Some(env.clone()),
+        env: Some(browser_env),
         ports: Some(
             pinned_ports(spec)
                 .into_iter()
+                .chain([(READINESS_PORT_NAME, i32::from(READINESS_PORT))])
                 .map(|(name, port)| ContainerPort {
                     name: Some(name.into()),
                     container_port: port,
@@ -237,10 +252,16 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
                     ..ContainerPort::default()
                 })
                 .collect::<Vec<_>>(),
-        )
-        .filter(|ports| !ports.is_empty()),
+        ),
+        // HTTP, not exec: the kubelet asks the runtime itself, where an exec
+        // probe started a process in the container every period.
         readiness_probe: Some(Probe {
-            exec: Some(ExecAction { command: Some(vec![SESSION_RUNTIME_BIN.into(), "probe".into()]) }),
+            http_get: Some(HTTPGetAction {
+                path: Some(READINESS_PATH.into()),
+                port: IntOrString::Int(i32::from(READINESS_PORT)),
+                scheme: Some("HTTP".into()),
+                ..HTTPGetAction::default()
+            }),
             period_seconds: Some(2),
             // The probe holds until the first success (within this), so a
             // fresh browser is Ready when it is, not at the next period.
@@ -250,7 +271,8 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             failure_threshold: Some(1),
             ..Probe::default()
         }),
-        resources: pod_settings.resources.clone(),
+        resources: Some(browser_resources(&settings.browser_resources, pod_settings.resources.as_ref()))
+            .filter(|r| *r != ResourceRequirements::default()),
         security_context: Some(container_security()),
         termination_message_path: Some(TERMINATION_MESSAGE_PATH.into()),
         termination_message_policy: Some("FallbackToLogsOnError".into()),

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use playpen_api::v1alpha1::*;
 use playpen_api::BrowserSession;
 use serde_json::json;
@@ -119,9 +120,16 @@ fn pod_runs_the_runtime_as_pid1_restricted() {
     assert_eq!(spec.automount_service_account_token, Some(false));
     assert_eq!(spec.enable_service_links, Some(false));
     assert_eq!(spec.restart_policy.as_deref(), Some("OnFailure"));
-    let probe = b.readiness_probe.as_ref().and_then(|p| p.exec.as_ref()).expect("exec probe");
-    assert_eq!(probe.command.as_ref().expect("cmd")[1], "probe");
-    assert!(b.readiness_probe.as_ref().expect("probe").http_get.is_none());
+    let probe = b.readiness_probe.as_ref().expect("probe");
+    assert!(probe.exec.is_none(), "no process started per probe");
+    let http = probe.http_get.as_ref().expect("HTTP probe");
+    assert_eq!((http.path.as_deref(), &http.port), (Some("/readyz"), &IntOrString::Int(9321)));
+    assert!(http.host.is_none(), "the kubelet asks the Pod's own address");
+    let ports: Vec<_> = b.ports.iter().flatten().map(|p| (p.name.as_deref(), p.container_port)).collect();
+    assert!(ports.contains(&(Some("readiness"), 9321)), "{ports:?}");
+    let pod_ip = b.env.iter().flatten().find(|e| e.name == "PLAYPEN_POD_IP").expect("the Pod's address");
+    let field = pod_ip.value_from.as_ref().and_then(|v| v.field_ref.as_ref()).expect("downward API");
+    assert_eq!(field.field_path, "status.podIP");
     assert_eq!(b.termination_message_policy.as_deref(), Some("FallbackToLogsOnError"));
     let psc = spec.security_context.as_ref().expect("psc");
     let seccomp = psc.seccomp_profile.as_ref().expect("seccomp");
@@ -248,7 +256,8 @@ fn viewer_service_pins_port_and_disabled_viewer_has_none() {
     let off = session(json!({"image": "i", "viewer": {"enabled": false}}));
     let c = build(&off);
     assert!(c.viewer_service.is_none());
-    assert!(browser(&c.pod).ports.is_none());
+    let names: Vec<_> = browser(&c.pod).ports.iter().flatten().filter_map(|p| p.name.clone()).collect();
+    assert_eq!(names, ["readiness"], "only the kubelet's");
     assert_eq!(runtime_config(&off, &Identity::of(&off).expect("id")).viewer_port, None);
 }
 
@@ -256,7 +265,7 @@ fn viewer_service_pins_port_and_disabled_viewer_has_none() {
 fn cdp_is_off_by_default_and_when_on_is_pinned_on_container_service_and_runtime() {
     let plain = build(&minimal());
     let names: Vec<_> = browser(&plain.pod).ports.iter().flatten().filter_map(|p| p.name.clone()).collect();
-    assert_eq!(names, ["viewer"], "no CDP port unless asked for");
+    assert_eq!(names, ["viewer", "readiness"], "no CDP port unless asked for");
     assert_eq!(runtime_config(&minimal(), &Identity::of(&minimal()).expect("id")).cdp_port, None);
 
     let bs = session(json!({"image": "i", "cdp": {"enabled": true, "port": 9333}}));
@@ -267,7 +276,7 @@ fn cdp_is_off_by_default_and_when_on_is_pinned_on_container_service_and_runtime(
         .flatten()
         .map(|p| (p.name.clone().unwrap_or_default(), p.container_port))
         .collect();
-    assert_eq!(ports, [("viewer".to_owned(), 9323), ("cdp".to_owned(), 9333)]);
+    assert_eq!(ports, [("viewer".to_owned(), 9323), ("cdp".to_owned(), 9333), ("readiness".to_owned(), 9321)]);
     let service_ports: Vec<_> = c
         .viewer_service
         .and_then(|s| s.spec)
@@ -276,7 +285,7 @@ fn cdp_is_off_by_default_and_when_on_is_pinned_on_container_service_and_runtime(
         .into_iter()
         .map(|p| (p.name.unwrap_or_default(), p.port))
         .collect();
-    assert_eq!(service_ports, ports, "port-forward svc/<name>-view reaches both");
+    assert_eq!(service_ports, ports[..2], "port-forward svc/<name>-view reaches both, and not the readiness port");
     assert_eq!(runtime_config(&bs, &Identity::of(&bs).expect("id")).cdp_port, Some(9333));
     let rc = runtime_config(&bs, &Identity::of(&bs).expect("id"));
     assert!(!rc.record_video && !rc.record_trace, "nothing is recorded unless asked for");

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use playpen_api::layout::RECORDINGS_DIR;
-use playpen_api::runtime_config::{TerminationReport, FALLBACK_REASON};
+use playpen_api::runtime_config::{TerminationReport, FALLBACK_REASON, RUNTIME_FAILURE_REASONS};
 use playpen_api::text::{condition_reason, truncate, CONDITION_MESSAGE_MAX_BYTES};
 use playpen_api::v1alpha1::{
     condition, BrowserSessionStatus, CdpStatus, Phase, RecordingStatus, SandboxMode, ViewerStatus,
@@ -171,6 +171,15 @@ fn from_pod(pod: Option<&Pod>) -> (Phase, Cond, Cond) {
     )
 }
 
+/// Whether a session that was never up, whose browser container failed for
+/// `reason`, is still starting: Degraded is for a session that was Ready and
+/// broke. A container killed or out of memory on a busy node is started
+/// again; what the runtime reports when it gives up is the session's own
+/// doing ([`RUNTIME_FAILURE_REASONS`]), and a Pod being deleted is not starting.
+fn still_starting(pod: Option<&Pod>, reason: &str) -> bool {
+    pod.is_some_and(|p| p.metadata.deletion_timestamp.is_none()) && !RUNTIME_FAILURE_REASONS.contains(&reason)
+}
+
 /// BrowserReady reason while the runtime restarts a browser in place.
 const RECOVERING: &str = "BrowserRecovering";
 /// BrowserReady reason once it is back.
@@ -251,6 +260,10 @@ pub fn compute(
     };
     let previous = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
     let (mut phase, scheduled, browser) = from_pod(observed.pod);
+    let was_up = matches!(bs.status.as_ref().and_then(|s| s.phase), Some(Phase::Ready | Phase::Degraded));
+    if phase == Phase::Degraded && !was_up && still_starting(observed.pod, &browser.reason) {
+        phase = Phase::Starting;
+    }
     // The Pod's Ready speaks for the browser only when the browser is its only
     // container: an agent sidecar's own restarts flip it too.
     let browser_only = observed

@@ -310,3 +310,37 @@ fn the_egress_policy_in_force_is_a_condition() {
     // The policy says nothing about readiness.
     assert_eq!(cond(&deny, condition::READY).status, cond(&default, condition::READY).status);
 }
+
+/// A browser container running again, not ready, after an exit with `last`.
+fn restarted_after(last: Value) -> Pod {
+    pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": false, "restartCount": 1, "image": "i", "imageID": "",
+            "state": {"running": {}}, "lastState": {"terminated": last}}]}))
+}
+
+#[test]
+fn a_session_that_was_never_up_is_starting_after_a_kill_not_degraded() {
+    let mut bs = session(json!({"image": "i"}));
+    let killed = restarted_after(json!({"exitCode": 137, "reason": "OOMKilled"}));
+    let s = step(&mut bs, &killed, "2026-11-29T12:00:00Z");
+    assert_eq!(s.phase, Some(Phase::Starting), "a slow or short node is not a broken session");
+    let b = cond(&s, condition::BROWSER_READY);
+    assert_eq!(b.reason, "OOMKilled", "the last error is in the status");
+    assert!(b.message.contains("137"), "{}", b.message);
+    // Once it was up, the same exit is a session that broke.
+    step(&mut bs, &running(true, 1), "2026-11-29T12:01:00Z");
+    let again = pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": false, "restartCount": 2, "image": "i", "imageID": "",
+            "state": {"running": {}}, "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}));
+    assert_eq!(step(&mut bs, &again, "2026-11-29T12:02:00Z").phase, Some(Phase::Degraded));
+}
+
+#[test]
+fn what_the_runtime_gives_up_on_is_the_sessions_own_and_degrades_at_once() {
+    let mut bs = session(json!({"image": "i"}));
+    let report = r#"{"reason":"BrowserRevisionAbsent","message":"chromium-1247 is not in /opt/playpen/browsers"}"#;
+    let broken = restarted_after(json!({"exitCode": 1, "message": report}));
+    let s = step(&mut bs, &broken, "2026-11-29T12:00:00Z");
+    assert_eq!(s.phase, Some(Phase::Degraded));
+    assert_eq!(cond(&s, condition::READY).reason, "BrowserRevisionAbsent");
+}

@@ -28,8 +28,34 @@ use crate::run::supervisor::{run_to_end, signal_group, Backoff, ChildSpec};
 
 /// What the daemon prints once its socket listens.
 pub const READY_MARKER: &str = "Daemon listening on";
-/// Consecutive failed starts before the runtime gives up.
+/// Consecutive starts that ended in the daemon's own exit before the runtime
+/// gives up: a daemon that exits before it listens, again and again, is
+/// broken (its image, its config), not slow. Starts that ran out of time do
+/// not count: a slow node is waited for while the Pod lives.
 const MAX_FAILED_STARTS: u32 = 5;
+/// The longest a start may take once earlier ones ran out of time.
+const MAX_START_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long the attempt after `slow_starts` starts that ran out of time may
+/// take: the first deadline, doubled for each, up to [`MAX_START_TIMEOUT`]
+/// (a start killed at its deadline loses all it did; on a starved node the
+/// next one needs longer, not the same).
+pub fn start_deadline(first: Duration, slow_starts: u32) -> Duration {
+    let doubled = first.saturating_mul(2u32.saturating_pow(slow_starts.min(16)));
+    doubled.min(MAX_START_TIMEOUT.max(first))
+}
+
+/// Whether a daemon that exited before it listened said it ran out of time
+/// (Playwright's `Timeout 30000ms exceeded`, as when Chromium launches slower
+/// than Playwright waits): that is a slow node, not a broken session.
+pub fn exited_for_time(output: &str) -> bool {
+    output.lines().any(|line| {
+        line.split("Timeout ").skip(1).any(|rest| {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && rest[digits..].starts_with("ms exceeded")
+        })
+    })
+}
 
 /// The daemon's state, published for the probe, the shutdown and the logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,14 +173,17 @@ pub async fn kill_orphans(managed: &Managed, patience: Duration) {
 
 enum StartError {
     Fatal(Fatal),
-    Retry(String),
+    /// The daemon exited before it listened.
+    Exited(String),
+    /// It was not listening by the deadline, or said it ran out of time.
+    Slow(String),
 }
 
 async fn start(spec: &ChildSpec, timeout: Duration, managed: &Managed) -> Result<(Child, u32), StartError> {
     let mut child =
         spec.spawn().map_err(|e| StartError::Fatal(Fatal::DaemonStart(format!("{}: {e}", spec.program.display()))))?;
     let Some(pid) = child.id() else {
-        return Err(StartError::Retry("the daemon exited at once".into()));
+        return Err(StartError::Exited("the daemon exited at once".into()));
     };
     managed.add(pid);
     let tail = Tail::default();
@@ -176,12 +205,17 @@ async fn start(spec: &ChildSpec, timeout: Duration, managed: &Managed) -> Result
             signal_group(pid, nix::sys::signal::Signal::SIGKILL);
             let status = child.wait().await;
             managed.remove(pid);
-            let why = if outcome.is_err() { format!("not listening after {timeout:?}") } else { format!("{status:?}") };
+            let timed_out = outcome.is_err();
+            let why = if timed_out { format!("not listening after {timeout:?}") } else { format!("{status:?}") };
             let output = tail.text();
             tracing::warn!(pid, %why, "daemon start failed");
-            match classify_failure(&format!("{}\n{output}", tail.notable())) {
+            let said = format!("{}\n{output}", tail.notable());
+            match classify_failure(&said) {
                 Some(fatal) => Err(StartError::Fatal(fatal)),
-                None => Err(StartError::Retry(format!("{why}; output:\n{output}"))),
+                None if timed_out || exited_for_time(&said) => {
+                    Err(StartError::Slow(format!("{why}; output:\n{output}")))
+                }
+                None => Err(StartError::Exited(format!("{why}; output:\n{output}"))),
             }
         }
     }
@@ -198,6 +232,7 @@ pub async fn supervise(
 ) -> Result<(), Fatal> {
     let mut backoff = Backoff::default();
     let mut failed_starts = 0;
+    let mut slow_starts = 0;
     let mut reopening = false;
     while !*stop.borrow() {
         let started = Instant::now();
@@ -209,13 +244,15 @@ pub async fn supervise(
             }
         }
         // SIGTERM during a start abandons it (the child is killed on drop).
+        let deadline = start_deadline(plan.start_timeout, slow_starts);
         let attempt = tokio::select! {
-            attempt = start(&plan.spec, plan.start_timeout, &managed) => attempt,
+            attempt = start(&plan.spec, deadline, &managed) => attempt,
             _ = stop.changed() => break,
         };
         match attempt {
             Ok((mut child, pid)) => {
                 failed_starts = 0;
+                slow_starts = 0;
                 tracing::info!(pid, "daemon running");
                 if let (Some(dir), true) = (&plan.restart_record, std::mem::take(&mut reopening)) {
                     crate::agent_close::clear(dir);
@@ -257,11 +294,19 @@ pub async fn supervise(
                 let _ = state.send(DaemonState::Starting);
             }
             Err(StartError::Fatal(fatal)) => return Err(fatal),
-            Err(StartError::Retry(why)) => {
+            Err(StartError::Exited(why)) => {
                 failed_starts += 1;
                 if failed_starts >= MAX_FAILED_STARTS {
-                    return Err(Fatal::DaemonStart(format!("{failed_starts} starts in a row failed; last: {why}")));
+                    return Err(Fatal::DaemonStart(format!(
+                        "{failed_starts} starts in a row exited before listening; last: {why}"
+                    )));
                 }
+            }
+            Err(StartError::Slow(why)) => {
+                slow_starts += 1;
+                let next = start_deadline(plan.start_timeout, slow_starts);
+                tracing::warn!(attempt = slow_starts, next_deadline = ?next, %why,
+                    "the daemon did not start in time: a slow node; trying again with a longer deadline");
             }
         }
         if *stop.borrow() {
@@ -346,7 +391,7 @@ mod tests {
         // shell had printed anything, and its output is part of the check.
         let err = start(&spec, Duration::from_secs(2), &managed).await.err().unwrap();
         assert!(before.elapsed() < Duration::from_secs(15), "the timeout bounds the wait (the child sleeps 30 s)");
-        let StartError::Retry(why) = err else { panic!("expected a retryable failure") };
+        let StartError::Slow(why) = err else { panic!("expected a slow start") };
         assert!(why.contains("not listening") && why.contains("booting"), "{why}");
         assert!(managed.is_empty(), "nothing is recorded as running");
     }
@@ -428,6 +473,52 @@ mod tests {
         stop_tx.send(true).unwrap();
         tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap().unwrap();
         assert_eq!(*states.borrow(), DaemonState::Stopped);
+    }
+
+    #[test]
+    fn a_slow_start_gets_a_longer_deadline_each_time_up_to_a_bound() {
+        let first = Duration::from_secs(60);
+        let deadlines: Vec<u64> = (0..6).map(|n| start_deadline(first, n).as_secs()).collect();
+        assert_eq!(deadlines, [60, 120, 240, 300, 300, 300]);
+        assert_eq!(start_deadline(first, u32::MAX), MAX_START_TIMEOUT, "no overflow");
+        assert_eq!(start_deadline(Duration::from_secs(600), 3).as_secs(), 600, "never below the first");
+    }
+
+    #[test]
+    fn playwrights_timeouts_are_slowness_and_other_errors_are_not() {
+        assert!(exited_for_time("browserType.launch: Timeout 180000ms exceeded.\nCall log:"));
+        assert!(exited_for_time("Error: page.goto: Timeout 30000ms exceeded"));
+        assert!(!exited_for_time("Error: Cannot find module 'playwright-core'"));
+        assert!(!exited_for_time("Timeout ms exceeded"), "a number is part of the message");
+        assert!(!exited_for_time("Timeout 5s"));
+    }
+
+    #[tokio::test]
+    async fn a_daemon_that_never_listens_in_time_is_retried_without_end_and_never_fatal() {
+        let (state, _rx) = watch::channel(DaemonState::Starting);
+        let (stop_tx, stop) = watch::channel(false);
+        let (exited, _e) = mpsc::unbounded_channel();
+        let slow = DaemonPlan { start_timeout: Duration::from_millis(50), ..plan(sh("echo booting; exec sleep 30")) };
+        let task = tokio::spawn(supervise(slow, Managed::default(), state, stop, exited));
+        // Counted as failures, five starts of 50 ms with backoff (0.25, 0.5, 1, 2 s) would end it within 4.5 s.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        assert!(!task.is_finished(), "a slow daemon made the runtime give up");
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_daemon_that_says_it_ran_out_of_time_is_retried_without_end() {
+        let (state, _rx) = watch::channel(DaemonState::Starting);
+        let (stop_tx, stop) = watch::channel(false);
+        let (exited, _e) = mpsc::unbounded_channel();
+        let spec = sh("echo 'browserType.launch: Timeout 180000ms exceeded.'; exit 1");
+        let task = tokio::spawn(supervise(plan(spec), Managed::default(), state, stop, exited));
+        // Backoff 0.25, 0.5, 1, 2 s: five exits take under 4 s.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(!task.is_finished(), "Playwright's timeouts made the runtime give up");
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap().unwrap();
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@ pub(crate) mod auth;
 pub(crate) mod cdp;
 pub(crate) mod daemon;
 pub(crate) mod dashboard;
+pub(crate) mod health;
 pub(crate) mod idle;
 pub(crate) mod launch_defaults;
 pub(crate) mod namespace;
@@ -145,6 +146,7 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     }
     tracing::info!(session = %config.session_name, "start-up checks passed");
     // Claimed before any child starts, and held until the process exits.
+    let readiness = health::bind_at(opts.readiness_addr())?;
     let listener = config.viewer_port.map(relay::bind_pinned).transpose()?;
     let cdp_listener = config
         .cdp_port
@@ -216,6 +218,7 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
 
     let managed = Managed::default();
     tokio::spawn(reaper::run(managed.clone()));
+    tokio::spawn(health::serve(readiness, config.clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (state_tx, state_rx) = watch::channel(DaemonState::Starting);
     let (exited_tx, _exited_rx) = mpsc::unbounded_channel();

@@ -19,10 +19,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Fatal;
 use crate::run::reaper::Managed;
-use crate::run::supervisor::{run_for_answer, run_to_end, ChildSpec};
+use crate::run::supervisor::{run_for_answer, run_to_end, ChildSpec, Unanswered};
 
 /// How long one recording command may take (`video-stop` finishes the file).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
+/// The longest a start verb may take once earlier tries ran out of time.
+const MAX_COMMAND_TIMEOUT: Duration = Duration::from_secs(300);
 /// The note of the recording in progress.
 const IN_PROGRESS: &str = "in-progress.json";
 /// Recordings a crash cut short, newest last.
@@ -164,13 +166,26 @@ impl Recorder {
         }
         for args in self.start_args(&started) {
             let verb = args.get(1).cloned().unwrap_or_default();
-            if let Err(why) = run_for_answer(&self.with_args(args), COMMAND_TIMEOUT, managed).await {
-                let what = if verb == "video-start" { "video" } else { "trace" };
-                return Err(Fatal::RecordingUnavailable {
-                    what,
-                    verb,
-                    detail: playpen_api::text::truncate(&why, 1024),
-                });
+            let command = self.with_args(args);
+            // A verb that answers no is the session's to fix; one that ran
+            // out of time is a slow node: tried again, with longer each time.
+            let mut timeout = COMMAND_TIMEOUT;
+            loop {
+                match run_for_answer(&command, timeout, managed).await {
+                    Ok(_) => break,
+                    Err(Unanswered::TimedOut(why)) => {
+                        timeout = (timeout * 2).min(MAX_COMMAND_TIMEOUT);
+                        tracing::warn!(%why, next_timeout = ?timeout, "a recording verb ran out of time: a slow node; trying again");
+                    }
+                    Err(Unanswered::Failed(why)) => {
+                        let what = if verb == "video-start" { "video" } else { "trace" };
+                        return Err(Fatal::RecordingUnavailable {
+                            what,
+                            verb,
+                            detail: playpen_api::text::truncate(&why, 1024),
+                        });
+                    }
+                }
             }
         }
         let recording = Started { recording: true, ..started };

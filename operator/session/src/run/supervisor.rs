@@ -111,15 +111,26 @@ pub async fn run_to_end(spec: &ChildSpec, timeout: Duration, managed: &Managed) 
     let _ = run_for_answer(spec, timeout, managed).await;
 }
 
+/// Why a command gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unanswered {
+    /// It could not run, exited non-zero, or answered `### Error`.
+    #[error("{0}")]
+    Failed(String),
+    /// It did not finish in time (killed): on a slow node, worth another try.
+    #[error("{0}")]
+    TimedOut(String),
+}
+
 /// [`run_to_end`], returning what the command printed, or why it did not
 /// succeed (it could not run, timed out, exited non-zero, or answered
 /// `### Error`, the CLI's mark of a failed verb).
-pub async fn run_for_answer(spec: &ChildSpec, timeout: Duration, managed: &Managed) -> Result<String, String> {
+pub async fn run_for_answer(spec: &ChildSpec, timeout: Duration, managed: &Managed) -> Result<String, Unanswered> {
     let child = match spec.spawn() {
         Ok(child) => child,
         Err(err) => {
             tracing::error!(%err, args = ?spec.args, "cannot run playwright-cli");
-            return Err(format!("cannot run {}: {err}", spec.program.display()));
+            return Err(Unanswered::Failed(format!("cannot run {}: {err}", spec.program.display())));
         }
     };
     let pid = child.id().unwrap_or_default();
@@ -132,17 +143,19 @@ pub async fn run_for_answer(spec: &ChildSpec, timeout: Duration, managed: &Manag
             if out.status.success() && !stdout.contains("### Error") {
                 Ok(stdout)
             } else {
-                Err(format!("{} ({}): {stdout} {stderr}", spec.args.join(" "), out.status).trim().to_owned())
+                Err(Unanswered::Failed(
+                    format!("{} ({}): {stdout} {stderr}", spec.args.join(" "), out.status).trim().to_owned(),
+                ))
             }
         }
         Ok(Err(err)) => {
             tracing::warn!(%err, args = ?spec.args, "playwright-cli failed");
-            Err(format!("{}: {err}", spec.args.join(" ")))
+            Err(Unanswered::Failed(format!("{}: {err}", spec.args.join(" "))))
         }
         Err(_) => {
             tracing::warn!(?timeout, args = ?spec.args, "playwright-cli timed out");
             signal_group(pid, Signal::SIGKILL);
-            Err(format!("{} did not finish within {timeout:?}", spec.args.join(" ")))
+            Err(Unanswered::TimedOut(format!("{} did not finish within {timeout:?}", spec.args.join(" "))))
         }
     };
     managed.remove(pid);

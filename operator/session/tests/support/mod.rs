@@ -139,6 +139,8 @@ pub struct Session {
     pub run_as: Option<(u32, u32)>,
     /// Run the runtime inside this many nested user namespaces.
     pub nested_user_namespaces: usize,
+    /// The runtime's readiness endpoint (the kubelet's `GET /readyz`), a port of its own.
+    pub readiness_port: u16,
 }
 
 impl Session {
@@ -157,6 +159,7 @@ impl Session {
             start_with_env: None,
             run_as: None,
             nested_user_namespaces: 0,
+            readiness_port: free_port(),
         };
         s.write_launch_config(false);
         s.write_runtime_config();
@@ -270,6 +273,7 @@ impl Session {
             .env("PLAYPEN_RETENTION_INTERVAL_SECONDS", "1")
             .env("PLAYPEN_RETENTION_GRACE_SECONDS", "1")
             .env("PLAYPEN_LOG", "info")
+            .env("PLAYPEN_READINESS_ADDR", format!("127.0.0.1:{}", self.readiness_port))
             .current_dir(self.dir.path());
         if let Some((k, v)) = &self.start_with_env {
             cmd.env(k, v);
@@ -373,7 +377,13 @@ impl Session {
         stdout
     }
 
+    /// What the kubelet sees: `GET /readyz` on the runtime's readiness endpoint answers 200.
     pub fn probe_ok(&self) -> bool {
+        http_status(self.readiness_port, "/readyz").is_some_and(|status| status.starts_with("HTTP/1.1 200 "))
+    }
+
+    /// `playpen-session probe`, the same verdict from a process of its own.
+    pub fn probe_exec_ok(&self) -> bool {
         self.runtime_command("probe").stdout(Stdio::null()).stderr(Stdio::null()).status().unwrap().success()
     }
 

@@ -1,0 +1,252 @@
+//! The readiness endpoint the kubelet probes over HTTP: `GET /readyz` on the
+//! Pod's own address answers 200 or 503 with an empty body, from the same
+//! verdict as `playpen-session probe` ([`crate::probe`]), computed in this
+//! process. An idle session then costs the node no process start per probe.
+//!
+//! Anyone who reaches the Pod's address learns one bit (ready or not) and
+//! nothing else: the reason goes to this runtime's log, once per change. A
+//! request's size, the time it may take and the connections open at once are
+//! bounded, so a client in the Pod's network (the page, an agent) can slow
+//! only its own session's probe.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use playpen_api::layout::READINESS_PATH;
+use playpen_api::runtime_config::RuntimeConfig;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+use crate::error::Fatal;
+use crate::probe;
+
+/// The longest request head read; the kubelet's is about 150 bytes.
+const REQUEST_HEAD_MAX: usize = 2048;
+/// How long a client may take to send its request head.
+const READ_WITHIN: Duration = Duration::from_secs(2);
+/// How long writing the answer may take.
+const WRITE_WITHIN: Duration = Duration::from_secs(1);
+/// Connections answered at once; more are closed unanswered. The kubelet
+/// sends one probe at a time.
+const MAX_CONNECTIONS: usize = 4;
+
+/// Binds the endpoint at `addr` (the Pod's address and the readiness port).
+pub fn bind_at(addr: SocketAddr) -> Result<TcpListener, Fatal> {
+    let bind = || -> std::io::Result<TcpListener> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        TcpListener::from_std(listener)
+    };
+    bind().map_err(|source| Fatal::ReadinessPortTaken { addr, source })
+}
+
+/// The verdict last answered, so that a change is logged once.
+#[derive(Debug, Default)]
+struct LastVerdict(Mutex<Option<Result<(), String>>>);
+
+impl LastVerdict {
+    fn note(&self, verdict: &Result<(), String>) {
+        let Ok(mut last) = self.0.lock() else { return };
+        if last.as_ref() == Some(verdict) {
+            return;
+        }
+        match verdict {
+            Ok(()) => tracing::info!("readiness: ready"),
+            Err(why) => tracing::warn!(%why, "readiness: not ready"),
+        }
+        *last = Some(verdict.clone());
+    }
+}
+
+/// Answers probes on `listener` for the session `config` describes, until the process ends.
+pub async fn serve(listener: TcpListener, config: RuntimeConfig) {
+    let config = Arc::new(config);
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let last = Arc::new(LastVerdict::default());
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            // Out of descriptors and the like: try again shortly.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let (config, last) = (config.clone(), last.clone());
+        tokio::spawn(async move {
+            answer(stream, &config, &last).await;
+            drop(slot);
+        });
+    }
+}
+
+/// What a request head asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Request {
+    /// `GET /readyz` (any query string, any headers).
+    Readiness,
+    /// Anything else that ended its head.
+    Other,
+}
+
+/// Reads a request head: `None` when the client sent none in time, closed
+/// early or sent more than [`REQUEST_HEAD_MAX`] bytes without ending it.
+async fn read_head(stream: &mut TcpStream) -> Option<Request> {
+    let mut head = [0u8; REQUEST_HEAD_MAX];
+    let mut filled = 0;
+    let complete = tokio::time::timeout(READ_WITHIN, async {
+        while filled < head.len() {
+            match stream.read(&mut head[filled..]).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => filled += n,
+            }
+            if head[..filled].windows(4).any(|w| w == b"\r\n\r\n") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    complete.unwrap_or(false).then(|| classify(&head[..filled]))
+}
+
+fn classify(head: &[u8]) -> Request {
+    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
+    let target = line.strip_prefix(b"GET ").and_then(|rest| rest.split(|b| *b == b' ').next()).unwrap_or_default();
+    let path = target.split(|b| *b == b'?').next().unwrap_or_default();
+    if path == READINESS_PATH.as_bytes() {
+        Request::Readiness
+    } else {
+        Request::Other
+    }
+}
+
+async fn answer(mut stream: TcpStream, config: &RuntimeConfig, last: &LastVerdict) {
+    let Some(request) = read_head(&mut stream).await else { return };
+    let status = match request {
+        Request::Other => "404 Not Found",
+        Request::Readiness => {
+            let verdict = probe::check_waiting(config, probe::startup_wait()).await;
+            last.note(&verdict);
+            if verdict.is_ok() {
+                "200 OK"
+            } else {
+                "503 Service Unavailable"
+            }
+        }
+    };
+    let response = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let _ = tokio::time::timeout(WRITE_WITHIN, stream.write_all(response.as_bytes())).await;
+    let _ = tokio::time::timeout(WRITE_WITHIN, stream.shutdown()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+    use std::os::unix::net::UnixListener;
+    use std::time::Instant;
+
+    async fn ask(addr: SocketAddr, request: &[u8]) -> String {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    const PROBE: &[u8] = b"GET /readyz HTTP/1.1\r\nHost: 10.0.0.5:9321\r\nUser-Agent: kube-probe/1.35\r\n\r\n";
+
+    /// A session whose daemon socket `tmp/cli/...-demo.sock` may be bound,
+    /// already past its first pass (so a failure answers at once).
+    fn session(tmp: &std::path::Path) -> RuntimeConfig {
+        std::fs::create_dir_all(tmp.join("s/cli")).unwrap();
+        std::fs::write(tmp.join(probe::PASSED_FILE), b"").unwrap();
+        let mut config = crate::config::tests::sample();
+        config.sockets_dir = tmp.join("s").display().to_string();
+        config.viewer_port = None;
+        config
+    }
+
+    async fn serving(config: RuntimeConfig) -> SocketAddr {
+        let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(serve(listener, config));
+        addr
+    }
+
+    #[tokio::test]
+    async fn answers_200_when_ready_and_503_when_not_with_nothing_else_said() {
+        let tmp = tempfile::tempdir().unwrap();
+        let addr = serving(session(tmp.path())).await;
+        let answer = ask(addr, PROBE).await;
+        assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+        assert!(answer.ends_with("Content-Length: 0\r\nConnection: close\r\n\r\n"), "no reason leaks: {answer}");
+        let _daemon = UnixListener::bind(tmp.path().join("s/cli/0123456789abcdef-demo.sock")).unwrap();
+        let answer = ask(addr, PROBE).await;
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(ask(addr, b"GET /readyz?x=1 HTTP/1.0\r\n\r\n").await.starts_with("HTTP/1.1 200 "));
+    }
+
+    #[tokio::test]
+    async fn other_requests_learn_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = session(tmp.path());
+        let _daemon = UnixListener::bind(tmp.path().join("s/cli/0123456789abcdef-demo.sock")).unwrap();
+        let addr = serving(config).await;
+        for request in
+            [&b"GET / HTTP/1.1\r\n\r\n"[..], b"POST /readyz HTTP/1.1\r\n\r\n", b"GET /readyzz HTTP/1.1\r\n\r\n"]
+        {
+            let answer = ask(addr, request).await;
+            assert!(answer.starts_with("HTTP/1.1 404 "), "{answer}");
+        }
+        // No end of the head within the size bound: closed unanswered.
+        let mut long = b"GET /readyz HTTP/1.1\r\nX: ".to_vec();
+        long.resize(REQUEST_HEAD_MAX + 10, b'a');
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let _ = stream.write_all(&long).await;
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer).await;
+        assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    }
+
+    #[tokio::test]
+    async fn silent_clients_hold_only_their_slots_and_the_kubelet_still_gets_an_answer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = session(tmp.path());
+        let _daemon = UnixListener::bind(tmp.path().join("s/cli/0123456789abcdef-demo.sock")).unwrap();
+        let addr = serving(config).await;
+        // Every slot held by a client that never sends a request.
+        let mut silent = Vec::new();
+        for _ in 0..MAX_CONNECTIONS + 3 {
+            silent.push(TcpStream::connect(addr).await.unwrap());
+        }
+        let started = Instant::now();
+        let answer = loop {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(PROBE).await.unwrap();
+            let mut answer = String::new();
+            let _ = stream.read_to_string(&mut answer).await;
+            if !answer.is_empty() {
+                break answer;
+            }
+            assert!(started.elapsed() < READ_WITHIN * 3, "the silent clients were never cut off");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(started.elapsed() >= READ_WITHIN / 2, "the slots were full until the silent clients timed out");
+    }
+
+    #[test]
+    fn a_taken_port_is_a_fatal_error_that_names_the_address() {
+        let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = held.local_addr().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let err = runtime.block_on(async { bind_at(addr).unwrap_err() });
+        assert_eq!(err.reason(), "ReadinessPortTaken");
+        assert!(err.to_string().contains(&addr.to_string()), "{err}");
+    }
+}
