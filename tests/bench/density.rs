@@ -61,6 +61,8 @@ struct Step {
     groups: BTreeMap<&'static str, f64>,
     working_set_mib: f64,
     cold: Vec<f64>,
+    /// The busiest processes of no group (cores), for a look at what "other" is.
+    others: Vec<(String, f64)>,
 }
 
 impl Bench {
@@ -132,33 +134,46 @@ impl Bench {
         Ok(())
     }
 
-    /// Cores the node can still give to requests, and the CPU request of one browser (millicores).
-    async fn room(&self) -> anyhow::Result<(u128, u128)> {
+    /// How many more browsers the node admits by their requests (CPU and
+    /// memory, whichever runs out first), judged by one already there.
+    async fn room(&self) -> anyhow::Result<usize> {
         let node = Api::<Node>::all(self.client.clone()).get(&self.node).await?;
-        let allocatable =
-            node.status.and_then(|s| s.allocatable).and_then(|a| a.get("cpu").cloned()).context("allocatable cpu")?;
-        let allocatable = playpen_api::quantity::millis(&allocatable.0).context("allocatable cpu")?;
+        let allocatable = node.status.and_then(|s| s.allocatable).context("the node's allocatable")?;
         let pods = Api::<Pod>::all(self.client.clone())
             .list(&ListParams::default().fields(&format!("spec.nodeName={}", self.node)))
             .await?;
-        let mut requested = 0;
-        let mut browser = None;
-        for pod in pods.items {
-            let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
-            if phase == "Succeeded" || phase == "Failed" {
-                continue;
-            }
-            for c in pod.spec.map(|s| s.containers).unwrap_or_default() {
-                let cpu = c.resources.and_then(|r| r.requests).and_then(|r| r.get("cpu").cloned());
-                let cpu = cpu.and_then(|q| playpen_api::quantity::millis(&q.0)).unwrap_or(0);
-                requested += cpu;
-                if c.name == "browser" {
-                    browser = Some(cpu);
+        let mut fits = usize::MAX;
+        for resource in ["cpu", "memory"] {
+            let quantity = |q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>| {
+                q.and_then(|q| playpen_api::quantity::millis(&q.0)).unwrap_or(0)
+            };
+            let mut requested = 0;
+            let mut browser = 0;
+            for pod in &pods.items {
+                let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default();
+                if phase == "Succeeded" || phase == "Failed" {
+                    continue;
+                }
+                for c in pod.spec.iter().flat_map(|s| &s.containers) {
+                    let asked =
+                        quantity(c.resources.as_ref().and_then(|r| r.requests.as_ref()).and_then(|r| r.get(resource)));
+                    requested += asked;
+                    if c.name == "browser" {
+                        browser = asked;
+                    }
                 }
             }
+            let free = quantity(allocatable.get(resource)).saturating_sub(requested);
+            if let Some(more) = free.checked_div(browser) {
+                let more = usize::try_from(more)?;
+                eprintln!("density: {resource}: {free} (milli-units) of requests free, {browser} per browser: {more} more fit");
+                fits = fits.min(more);
+            }
         }
-        let browser = browser.filter(|b| *b > 0).context("no browser container with a CPU request on the node")?;
-        Ok((allocatable.saturating_sub(requested), browser))
+        if fits == usize::MAX {
+            bail!("no browser container with requests on the node: nothing to fill it by");
+        }
+        Ok(fits)
     }
 
     /// The fleet's working set per session (MiB), from the kubelet's summary.
@@ -184,13 +199,18 @@ impl Bench {
         tokio::time::sleep(window).await;
         let (busy1, procs1) = (node_cpu::busy(), node_cpu::sample());
         let seconds = window.as_secs_f64();
-        let groups = node_cpu::between(&procs0, &procs1).into_iter().map(|(g, s)| (g, s / seconds)).collect();
+        let (groups, others) = node_cpu::between(&procs0, &procs1);
+        let groups = groups.into_iter().map(|(g, s)| (g, s / seconds)).collect();
+        let mut others: Vec<(String, f64)> = others.into_iter().map(|(c, s)| (c, s / seconds)).collect();
+        others.sort_by(|a, b| b.1.total_cmp(&a.1));
+        others.truncate(8);
         Ok(Step {
             sessions,
             busy_cores: node_cpu::busy_cores(busy0, busy1, self.cores),
             groups,
             working_set_mib: self.working_set_mib(sessions).await?,
             cold: Vec::new(),
+            others,
         })
     }
 
@@ -252,36 +272,47 @@ async fn main() -> anyhow::Result<()> {
         cores,
     };
     let mut have = 0;
-    let mut results: Vec<Step> = Vec::new();
+    let mut results = Vec::new();
+    let outcome = run_steps(&bench, &steps, settle, window, cold, &mut have, &mut results).await;
+    // What was measured before a failure is still worth printing.
+    report(&results, cores);
+    outcome
+}
+
+async fn run_steps(
+    bench: &Bench,
+    steps: &[String],
+    settle: Duration,
+    window: Duration,
+    cold: usize,
+    have: &mut usize,
+    results: &mut Vec<Step>,
+) -> anyhow::Result<()> {
+    let usage = "a number of idle sessions, or fill";
     for (index, step) in steps.iter().enumerate() {
         let target = match step.as_str() {
             "fill" => {
-                let (free, each) = bench.room().await?;
-                let fits = have + usize::try_from(free / each)?;
-                eprintln!(
-                    "density: {free}m of CPU requests free, {each}m per browser: {fits} fit, filling to {}",
-                    fits.saturating_sub(1)
-                );
+                let fits = *have + bench.room().await?;
+                eprintln!("density: {fits} fit; filling to {}", fits.saturating_sub(1));
                 fits.saturating_sub(1)
             }
             n => n.parse().with_context(|| format!("step {n:?}: {usage}"))?,
         };
-        if target < have {
+        if target < *have {
             bail!("steps must not shrink the fleet ({have} -> {target})");
         }
         let t0 = Instant::now();
-        bench.grow(&mut have, target).await?;
+        bench.grow(have, target).await?;
         eprintln!(
             "density: {have} idle sessions Ready with a page open in {:.0} s; settling {settle:?}",
             t0.elapsed().as_secs_f64()
         );
         tokio::time::sleep(settle).await;
-        let mut measured = bench.measure(have, window).await?;
+        let mut measured = bench.measure(*have, window).await?;
         measured.cold = bench.cold_starts(index, cold).await?;
         eprintln!("density: step {step}: {measured:?}");
         results.push(measured);
     }
-    report(&results, cores);
     Ok(())
 }
 
@@ -315,6 +346,11 @@ fn report(results: &[Step], cores: f64) {
             print!(" {:>8.2}", spent * 1000.0 / s.sessions.max(1) as f64);
         }
         println!();
+    }
+    println!("\nThe busiest processes of no group (millicores, whole node)\n");
+    for s in results {
+        let list: Vec<String> = s.others.iter().map(|(c, cores)| format!("{c} {:.1}", cores * 1000.0)).collect();
+        println!("N={:<4} {}", s.sessions, list.join(", "));
     }
     let fast = results.iter().filter(|s| median_p95(s.cold.clone()).0 < 2.0).map(|s| s.sessions).max();
     match fast {

@@ -66,9 +66,10 @@ pub fn busy_cores(before: Busy, after: Busy, cores: f64) -> f64 {
     after.busy.saturating_sub(before.busy) as f64 / total as f64 * cores
 }
 
-/// CPU seconds of every process alive at one instant, by pid: (group, own + reaped children).
+/// CPU seconds of every process alive at one instant, by pid: (group,
+/// command name, own + reaped children).
 #[derive(Debug, Clone, Default)]
-pub struct Sample(BTreeMap<u32, (&'static str, f64)>);
+pub struct Sample(BTreeMap<u32, (&'static str, String, f64)>);
 
 /// Reads every `/proc/<pid>/stat`.
 pub fn sample() -> Sample {
@@ -79,20 +80,26 @@ pub fn sample() -> Sample {
         // A process may exit between listing and reading: skip it.
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
         if let Some((comm, seconds)) = parse_stat(&stat) {
-            seen.insert(pid, (group_of(comm), seconds));
+            seen.insert(pid, (group_of(comm), comm.to_owned(), seconds));
         }
     }
     Sample(seen)
 }
 
-/// CPU seconds each group spent from `before` to `after`.
-pub fn between(before: &Sample, after: &Sample) -> BTreeMap<&'static str, f64> {
+/// CPU seconds each group spent from `before` to `after`, and what the
+/// processes of no group spent, by command name.
+pub fn between(before: &Sample, after: &Sample) -> (BTreeMap<&'static str, f64>, BTreeMap<String, f64>) {
     let mut spent = BTreeMap::new();
-    for (pid, (group, seconds)) in &after.0 {
-        let earlier = before.0.get(pid).map_or(0.0, |(_, s)| *s);
-        *spent.entry(*group).or_insert(0.0) += (seconds - earlier).max(0.0);
+    let mut others = BTreeMap::new();
+    for (pid, (group, comm, seconds)) in &after.0 {
+        let earlier = before.0.get(pid).map_or(0.0, |(_, _, s)| *s);
+        let delta = (seconds - earlier).max(0.0);
+        *spent.entry(*group).or_insert(0.0) += delta;
+        if *group == OTHER {
+            *others.entry(comm.clone()).or_insert(0.0) += delta;
+        }
     }
-    spent
+    (spent, others)
 }
 
 fn group_of(comm: &str) -> &'static str {

@@ -202,6 +202,31 @@ fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>
     (vols, browser, shared)
 }
 
+/// How often the kubelet asks while the browser starts.
+const STARTUP_PROBE_PERIOD_SECONDS: i32 = 2;
+/// Start-up probes failed before the kubelet would restart the container: an hour.
+const STARTUP_PROBE_FAILURES: i32 = 1800;
+/// How often the kubelet asks once the browser is up: an in-place restart
+/// shows in the status within this.
+const READINESS_PROBE_PERIOD_SECONDS: i32 = 10;
+
+/// `GET /readyz` on the runtime's readiness port, every `period` seconds.
+fn readiness_probe(period: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(READINESS_PATH.into()),
+            port: IntOrString::Int(i32::from(READINESS_PORT)),
+            scheme: Some("HTTP".into()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(period),
+        // The runtime holds a probe until the first success (within this), so a
+        // fresh browser is Ready when it is, not at the next period.
+        timeout_seconds: Some(READINESS_PROBE_TIMEOUT_SECONDS),
+        ..Probe::default()
+    }
+}
+
 fn container_security() -> SecurityContext {
     SecurityContext {
         allow_privilege_escalation: Some(false),
@@ -254,22 +279,20 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
                 .collect::<Vec<_>>(),
         ),
         // HTTP, not exec: the kubelet asks the runtime itself, where an exec
-        // probe started a process in the container every period.
+        // probe started a process in the container every period. Often while
+        // the browser starts, seldom once it is up (the kubelet probes
+        // readiness at once when the start-up probe first passes).
+        startup_probe: Some(Probe {
+            // The runtime waits out a slow node itself: the kubelet never
+            // restarts a container for starting slowly.
+            failure_threshold: Some(STARTUP_PROBE_FAILURES),
+            ..readiness_probe(STARTUP_PROBE_PERIOD_SECONDS)
+        }),
         readiness_probe: Some(Probe {
-            http_get: Some(HTTPGetAction {
-                path: Some(READINESS_PATH.into()),
-                port: IntOrString::Int(i32::from(READINESS_PORT)),
-                scheme: Some("HTTP".into()),
-                ..HTTPGetAction::default()
-            }),
-            period_seconds: Some(2),
-            // The probe holds until the first success (within this), so a
-            // fresh browser is Ready when it is, not at the next period.
-            timeout_seconds: Some(READINESS_PROBE_TIMEOUT_SECONDS),
             // One failure flips readiness: the runtime fails exactly one probe per
             // in-place browser restart, which is how the status learns of it.
             failure_threshold: Some(1),
-            ..Probe::default()
+            ..readiness_probe(READINESS_PROBE_PERIOD_SECONDS)
         }),
         resources: Some(browser_resources(&settings.browser_resources, pod_settings.resources.as_ref()))
             .filter(|r| *r != ResourceRequirements::default()),

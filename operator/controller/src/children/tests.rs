@@ -120,11 +120,18 @@ fn pod_runs_the_runtime_as_pid1_restricted() {
     assert_eq!(spec.automount_service_account_token, Some(false));
     assert_eq!(spec.enable_service_links, Some(false));
     assert_eq!(spec.restart_policy.as_deref(), Some("OnFailure"));
-    let probe = b.readiness_probe.as_ref().expect("probe");
-    assert!(probe.exec.is_none(), "no process started per probe");
-    let http = probe.http_get.as_ref().expect("HTTP probe");
-    assert_eq!((http.path.as_deref(), &http.port), (Some("/readyz"), &IntOrString::Int(9321)));
-    assert!(http.host.is_none(), "the kubelet asks the Pod's own address");
+    let (startup, probe) =
+        (b.startup_probe.as_ref().expect("start-up probe"), b.readiness_probe.as_ref().expect("probe"));
+    for p in [startup, probe] {
+        assert!(p.exec.is_none(), "no process started per probe");
+        let http = p.http_get.as_ref().expect("HTTP probe");
+        assert_eq!((http.path.as_deref(), &http.port), (Some("/readyz"), &IntOrString::Int(9321)));
+        assert!(http.host.is_none(), "the kubelet asks the Pod's own address");
+    }
+    assert!(probe.period_seconds > startup.period_seconds, "seldom once up");
+    assert_eq!(probe.failure_threshold, Some(1), "an in-place restart flips readiness");
+    let patience = startup.period_seconds.unwrap_or(10) * startup.failure_threshold.unwrap_or(3);
+    assert!(patience >= 3600, "a slow start is never restarted by the kubelet ({patience} s)");
     let ports: Vec<_> = b.ports.iter().flatten().map(|p| (p.name.as_deref(), p.container_port)).collect();
     assert!(ports.contains(&(Some("readiness"), 9321)), "{ports:?}");
     let pod_ip = b.env.iter().flatten().find(|e| e.name == "PLAYPEN_POD_IP").expect("the Pod's address");

@@ -2,22 +2,79 @@
 //! a session with `spec.authState`. The Pod stays tokenless: the operator
 //! copies the session's state into the Pod's own optional Secret volume
 //! (mounted at the auth state path while warm, empty) and names the file in
-//! `runtime.json`; the kubelet updates both in place. The runtime looks
-//! every [`POLL`] and loads a state it has not loaded yet into the running
-//! browser, with the same owner-only copy and `state-load` a cold start uses.
+//! `runtime.json`; the kubelet updates both in place (it swaps each volume's
+//! `..data` link). The runtime looks when inotify says either volume changed
+//! (every [`POLL`] where inotify is unavailable, and every [`SAFETY_NET`]
+//! anyway) and loads a state it has not loaded yet into the running browser,
+//! with the same owner-only copy and `state-load` a cold start uses. An idle
+//! session then does not wake four times a second to read two files.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use playpen_api::layout::{AUTH_STATE_DIR, AUTH_STATE_FILE};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::config::load;
 use crate::run::daemon::{AuthLoad, DaemonState};
 use crate::run::reaper::Managed;
 
-/// How often `runtime.json` and the state file are looked at (two small reads).
+/// How often `runtime.json` and the state file are looked at (two small
+/// reads) where inotify cannot watch their volumes.
 pub const POLL: Duration = Duration::from_millis(250);
+/// How often they are looked at with inotify watching: a safety net only.
+pub const SAFETY_NET: Duration = Duration::from_secs(30);
+
+/// Wakes when an entry of a watched directory is created, moved in,
+/// written or deleted: how the kubelet updates a ConfigMap or Secret volume.
+/// A thread blocks on the inotify descriptor (as the idle clock's does) and
+/// leaves a permit per batch of events.
+#[derive(Debug)]
+struct VolumeWatch(Arc<Notify>);
+
+impl VolumeWatch {
+    fn new(dirs: &[&Path]) -> nix::Result<Self> {
+        let inotify = Inotify::init(InitFlags::IN_CLOEXEC)?;
+        let flags = AddWatchFlags::IN_CREATE
+            | AddWatchFlags::IN_MOVED_TO
+            | AddWatchFlags::IN_CLOSE_WRITE
+            | AddWatchFlags::IN_DELETE
+            | AddWatchFlags::IN_ONLYDIR;
+        let mut watched = 0;
+        for dir in dirs {
+            match inotify.add_watch(*dir, flags) {
+                Ok(_) => watched += 1,
+                Err(err) => tracing::debug!(dir = %dir.display(), %err, "not watched for auth state"),
+            }
+        }
+        if watched == 0 {
+            return Err(nix::errno::Errno::ENOENT);
+        }
+        let notify = Arc::new(Notify::new());
+        let wake = notify.clone();
+        std::thread::Builder::new()
+            .name("auth-watch".into())
+            .spawn(move || loop {
+                match inotify.read_events() {
+                    Ok(_) => wake.notify_one(),
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(err) => {
+                        tracing::warn!(%err, "the auth state watch failed: looking every 30 s only");
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)))?;
+        Ok(Self(notify))
+    }
+
+    /// Resolves at the next change (or one since the last call), or at `within`.
+    async fn changed(&self, within: Duration) {
+        let _ = tokio::time::timeout(within, self.0.notified()).await;
+    }
+}
 
 /// Where a claimed warm Pod finds its session's auth state.
 pub fn delivered_path() -> String {
@@ -36,8 +93,20 @@ pub fn pending(config_path: &Path, loaded: Option<&[u8]>) -> Option<(PathBuf, Ve
 /// What the daemon loaded at its start counts as loaded.
 pub async fn follow(config_path: PathBuf, load_plan: AuthLoad, managed: Managed, state: watch::Receiver<DaemonState>) {
     let mut loaded = load_plan.required.then(|| std::fs::read(&load_plan.source).ok()).flatten();
+    let config_dir = config_path.parent().unwrap_or(Path::new("/")).to_owned();
+    let state_dir = load_plan.source.parent().unwrap_or(Path::new("/")).to_owned();
+    let volumes = match VolumeWatch::new(&[&config_dir, &state_dir]) {
+        Ok(watch) => Some(watch),
+        Err(err) => {
+            tracing::warn!(%err, "cannot watch the runtime config and auth state volumes: looking every 250 ms");
+            None
+        }
+    };
     loop {
-        tokio::time::sleep(POLL).await;
+        match &volumes {
+            Some(watch) => watch.changed(SAFETY_NET).await,
+            None => tokio::time::sleep(POLL).await,
+        }
         if matches!(*state.borrow(), DaemonState::Stopped) {
             return;
         }
@@ -56,6 +125,26 @@ pub async fn follow(config_path: PathBuf, load_plan: AuthLoad, managed: Managed,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_volume_update_wakes_the_follower_and_quiet_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let watch = VolumeWatch::new(&[dir.path()]).unwrap();
+        let started = std::time::Instant::now();
+        watch.changed(Duration::from_millis(300)).await;
+        assert!(started.elapsed() >= Duration::from_millis(250), "nothing changed: it waited");
+        let path = dir.path().to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            // What the kubelet does: a new data directory, then the `..data` link swapped in by a rename.
+            std::fs::write(path.join("..data_tmp"), b"x").unwrap();
+            std::fs::rename(path.join("..data_tmp"), path.join("..data")).unwrap();
+        });
+        let started = std::time::Instant::now();
+        watch.changed(Duration::from_secs(10)).await;
+        assert!(started.elapsed() < Duration::from_secs(5), "the update woke it");
+        assert!(VolumeWatch::new(&[Path::new("/nonexistent/playpen")]).is_err(), "nothing to watch is an error");
+    }
 
     #[test]
     fn a_state_is_pending_once_named_present_and_new() {

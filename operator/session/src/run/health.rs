@@ -11,13 +11,13 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use playpen_api::layout::READINESS_PATH;
 use playpen_api::runtime_config::RuntimeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Semaphore};
 
 use crate::error::Fatal;
 use crate::probe;
@@ -60,9 +60,12 @@ impl LastVerdict {
     }
 }
 
-/// Answers probes on `listener` for the session `config` describes, until the process ends.
-pub async fn serve(listener: TcpListener, config: RuntimeConfig) {
-    let config = Arc::new(config);
+/// Answers probes on `listener` for the session `config` will describe once
+/// the start-up checks have read it, until the process ends. Bound before
+/// those checks: the kubelet probes a container as soon as it starts, and a
+/// probe refused then would leave a fresh session unready for a whole probe
+/// period after its browser is up; a probe that arrives early is held.
+pub async fn serve(listener: TcpListener, config: watch::Receiver<Option<RuntimeConfig>>) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let last = Arc::new(LastVerdict::default());
     loop {
@@ -77,7 +80,7 @@ pub async fn serve(listener: TcpListener, config: RuntimeConfig) {
         };
         let (config, last) = (config.clone(), last.clone());
         tokio::spawn(async move {
-            answer(stream, &config, &last).await;
+            answer(stream, config, &last).await;
             drop(slot);
         });
     }
@@ -124,12 +127,27 @@ fn classify(head: &[u8]) -> Request {
     }
 }
 
-async fn answer(mut stream: TcpStream, config: &RuntimeConfig, last: &LastVerdict) {
+/// The verdict for the session once its configuration is known, waiting
+/// for both up to [`probe::startup_wait`].
+async fn verdict(config: &mut watch::Receiver<Option<RuntimeConfig>>) -> Result<(), String> {
+    let started = Instant::now();
+    let wait = probe::startup_wait();
+    let config = match tokio::time::timeout(wait, config.wait_for(Option::is_some)).await {
+        Ok(Ok(config)) => config.clone(),
+        _ => None,
+    };
+    match config {
+        Some(config) => probe::check_waiting(&config, wait.saturating_sub(started.elapsed())).await,
+        None => Err("the runtime is still checking its configuration".to_owned()),
+    }
+}
+
+async fn answer(mut stream: TcpStream, mut config: watch::Receiver<Option<RuntimeConfig>>, last: &LastVerdict) {
     let Some(request) = read_head(&mut stream).await else { return };
     let status = match request {
         Request::Other => "404 Not Found",
         Request::Readiness => {
-            let verdict = probe::check_waiting(config, probe::startup_wait()).await;
+            let verdict = verdict(&mut config).await;
             last.note(&verdict);
             if verdict.is_ok() {
                 "200 OK"
@@ -148,7 +166,6 @@ mod tests {
     use super::*;
     use std::net::Ipv4Addr;
     use std::os::unix::net::UnixListener;
-    use std::time::Instant;
 
     async fn ask(addr: SocketAddr, request: &[u8]) -> String {
         let mut stream = TcpStream::connect(addr).await.unwrap();
@@ -174,8 +191,38 @@ mod tests {
     async fn serving(config: RuntimeConfig) -> SocketAddr {
         let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, config));
+        let (_, known) = watch::channel(Some(config));
+        tokio::spawn(serve(listener, known));
         addr
+    }
+
+    #[tokio::test]
+    async fn a_probe_before_the_configuration_is_read_is_held_and_answered_when_ready() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = session(tmp.path());
+        let _daemon = UnixListener::bind(tmp.path().join("s/cli/0123456789abcdef-demo.sock")).unwrap();
+        let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tell, known) = watch::channel(None);
+        tokio::spawn(serve(listener, known));
+        let started = Instant::now();
+        let early = tokio::spawn(ask(addr, PROBE));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        tell.send(Some(config)).unwrap();
+        let answer = early.await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(started.elapsed() >= Duration::from_millis(250), "it was held until the configuration was known");
+        drop(tell);
+    }
+
+    #[tokio::test]
+    async fn without_a_configuration_in_time_the_answer_is_not_ready() {
+        let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (_tell, known) = watch::channel(None);
+        tokio::spawn(serve(listener, known));
+        let answer = ask(addr, PROBE).await;
+        assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
     }
 
     #[tokio::test]

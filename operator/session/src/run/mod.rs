@@ -134,6 +134,9 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         signal(SignalKind::terminate()).map_err(|e| Fatal::DaemonStart(format!("SIGTERM handler: {e}")))?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(|e| Fatal::DaemonStart(format!("SIGINT handler: {e}")))?;
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "runtime started");
+    // First: the kubelet's first probe is held, not refused, while the checks run.
+    let (tell_readiness, readiness_config) = watch::channel(None);
+    tokio::spawn(health::serve(health::bind_at(opts.readiness_addr())?, readiness_config));
     let prepared = prepare(opts)?;
     let config = &prepared.config;
     // A replacement Pod or a restarted container of a session whose lifetime
@@ -146,7 +149,6 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
     }
     tracing::info!(session = %config.session_name, "start-up checks passed");
     // Claimed before any child starts, and held until the process exits.
-    let readiness = health::bind_at(opts.readiness_addr())?;
     let listener = config.viewer_port.map(relay::bind_pinned).transpose()?;
     let cdp_listener = config
         .cdp_port
@@ -218,7 +220,7 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
 
     let managed = Managed::default();
     tokio::spawn(reaper::run(managed.clone()));
-    tokio::spawn(health::serve(readiness, config.clone()));
+    tell_readiness.send_replace(Some(config.clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (state_tx, state_rx) = watch::channel(DaemonState::Starting);
     let (exited_tx, _exited_rx) = mpsc::unbounded_channel();

@@ -105,13 +105,19 @@ pub fn become_subreaper() {
     }
 }
 
-/// Reaps orphans on every SIGCHLD, and once a second as a safety net.
+/// How often orphans are looked for without a SIGCHLD: a safety net only
+/// (each look reads every `/proc/<pid>/stat` of the container), so an idle
+/// session does not wake for it every second.
+const SAFETY_NET: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Reaps orphans on every SIGCHLD, and every [`SAFETY_NET`]. Without a
+/// SIGCHLD stream, every second.
 pub async fn run(managed: Managed) {
     let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok();
     loop {
         match sigchld.as_mut() {
             Some(s) => {
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), s.recv()).await;
+                let _ = tokio::time::timeout(SAFETY_NET, s.recv()).await;
             }
             None => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
         }
