@@ -320,18 +320,34 @@ fn report(results: &[Step], cores: f64) {
     let Some(base) = results.first() else { return };
     println!("\nDensity on this node ({cores} cores): idle sessions with a page open, no viewer, no commands\n");
     println!(
-        "{:>8} {:>11} {:>17} {:>14} {:>13} {:>13}",
-        "sessions", "busy cores", "m-cores/session", "WS MiB/sess.", "cold p50 s", "cold p95 s"
+        "{:>8} {:>11} {:>17} {:>17} {:>14} {:>11} {:>11}",
+        "sessions", "busy cores", "m-cores/session", "by processes", "WS MiB/sess.", "cold p50 s", "cold p95 s"
     );
+    let by_processes = |s: &Step| s.groups.values().sum::<f64>();
     for s in results {
-        let per =
-            if s.sessions == 0 { f64::NAN } else { (s.busy_cores - base.busy_cores) * 1000.0 / s.sessions as f64 };
+        let per_session = |now: f64, then: f64| {
+            if s.sessions == 0 {
+                f64::NAN
+            } else {
+                (now - then) * 1000.0 / s.sessions as f64
+            }
+        };
         let (p50, p95) = median_p95(s.cold.clone());
         println!(
-            "{:>8} {:>11.3} {:>17.1} {:>14.1} {:>13.2} {:>13.2}",
-            s.sessions, s.busy_cores, per, s.working_set_mib, p50, p95
+            "{:>8} {:>11.3} {:>17.1} {:>17.1} {:>14.1} {:>11.2} {:>11.2}",
+            s.sessions,
+            s.busy_cores,
+            per_session(s.busy_cores, base.busy_cores),
+            per_session(by_processes(s), by_processes(base)),
+            s.working_set_mib,
+            p50,
+            p95
         );
     }
+    println!(
+        "\n(busy cores: /proc/stat without steal; by processes: the sum of every process's own and reaped \
+         children's time, which leaves out interrupts and what is neither)"
+    );
     println!("\nWho spent it: millicores per idle session over the baseline, by process group\n");
     let groups: std::collections::BTreeSet<&str> = results.iter().flat_map(|s| s.groups.keys().copied()).collect();
     print!("{:<40}", "group");

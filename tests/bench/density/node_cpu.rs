@@ -52,9 +52,10 @@ fn parse_busy(text: &str) -> Busy {
     let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else { return Busy::default() };
     let fields: Vec<u64> = line.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
     let total: u64 = fields.iter().take(8).sum();
-    // idle and iowait are not busy.
-    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
-    Busy { busy: total.saturating_sub(idle), total }
+    // idle and iowait are not busy; nor is steal, the hypervisor giving this
+    // VM's time to others (on a shared host it swings from run to run).
+    let field = |i: usize| fields.get(i).copied().unwrap_or(0);
+    Busy { busy: total.saturating_sub(field(3) + field(4) + field(7)), total }
 }
 
 /// Cores busy on average from `before` to `after`, given `cores`.
@@ -131,8 +132,8 @@ mod tests {
 
     #[test]
     fn busy_leaves_out_idle_and_iowait() {
-        let b = parse_busy("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 1 1 1\n");
-        assert_eq!((b.busy, b.total), (150, 1000));
+        let b = parse_busy("cpu  100 0 50 780 50 0 0 20 0 0\ncpu0 1 1 1 1\n");
+        assert_eq!((b.busy, b.total), (150, 1000), "steal is not this node's work");
         let later = Busy { busy: 250, total: 1200 };
         assert!((busy_cores(b, later, 2.0) - 1.0).abs() < 1e-9);
     }
