@@ -33,7 +33,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
-use playpen_tests::client;
+use playpen_tests::{client, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -238,13 +238,8 @@ impl Bench {
     }
 }
 
-fn median_p95(mut v: Vec<f64>) -> (f64, f64) {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let at = |p: f64| v[(((v.len() - 1) as f64) * p).round() as usize];
-    (at(0.5), at(0.95))
+fn median_p95(v: Vec<f64>) -> (f64, f64) {
+    (quantile(&v, 0.5), quantile(&v, 0.95))
 }
 
 #[tokio::main]

@@ -20,7 +20,7 @@ use kube::Client;
 use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL};
 use playpen_api::v1alpha1::{BrowserPool, Phase};
 use playpen_api::BrowserSession;
-use playpen_tests::client;
+use playpen_tests::{client, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -232,13 +232,8 @@ impl Bench {
     }
 }
 
-fn percentiles(mut v: Vec<f64>) -> (f64, f64) {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let at = |p: f64| v[(((v.len() - 1) as f64) * p).round() as usize];
-    (at(0.5), at(0.99))
+fn percentiles(v: Vec<f64>) -> (f64, f64) {
+    (quantile(&v, 0.5), quantile(&v, 0.99))
 }
 
 fn row(label: &str, samples: &[Sample]) -> (f64, f64) {

@@ -182,6 +182,17 @@ pub fn pod_is_ready(pod: &Pod) -> bool {
     conditions.is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// The `p` quantile (0 to 1, nearest rank) of the finite `values`, NaN when
+/// there are none: what the benchmarks' tables print.
+pub fn quantile(values: &[f64], p: f64) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[(((v.len() - 1) as f64) * p.clamp(0.0, 1.0)).round() as usize]
+}
+
 /// Settings the tests run the operator with.
 pub fn settings() -> Settings {
     Settings {

@@ -13,12 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+use nix::sys::inotify::AddWatchFlags;
 use playpen_api::layout::{AUTH_STATE_DIR, AUTH_STATE_FILE};
 use tokio::sync::{watch, Notify};
 
 use crate::config::load;
 use crate::run::daemon::{AuthLoad, DaemonState};
+use crate::run::dir_watch::notify_on_changes;
 use crate::run::reaper::Managed;
 
 /// How often `runtime.json` and the state file are looked at (two small
@@ -29,45 +30,18 @@ pub const SAFETY_NET: Duration = Duration::from_secs(30);
 
 /// Wakes when an entry of a watched directory is created, moved in,
 /// written or deleted: how the kubelet updates a ConfigMap or Secret volume.
-/// A thread blocks on the inotify descriptor (as the idle clock's does) and
-/// leaves a permit per batch of events.
 #[derive(Debug)]
 struct VolumeWatch(Arc<Notify>);
 
 impl VolumeWatch {
-    fn new(dirs: &[&Path]) -> nix::Result<Self> {
-        let inotify = Inotify::init(InitFlags::IN_CLOEXEC)?;
-        let flags = AddWatchFlags::IN_CREATE
+    fn new(dirs: &[&Path]) -> std::io::Result<Self> {
+        let events = AddWatchFlags::IN_CREATE
             | AddWatchFlags::IN_MOVED_TO
             | AddWatchFlags::IN_CLOSE_WRITE
-            | AddWatchFlags::IN_DELETE
-            | AddWatchFlags::IN_ONLYDIR;
-        let mut watched = 0;
-        for dir in dirs {
-            match inotify.add_watch(*dir, flags) {
-                Ok(_) => watched += 1,
-                Err(err) => tracing::debug!(dir = %dir.display(), %err, "not watched for auth state"),
-            }
-        }
-        if watched == 0 {
-            return Err(nix::errno::Errno::ENOENT);
-        }
-        let notify = Arc::new(Notify::new());
-        let wake = notify.clone();
-        std::thread::Builder::new()
-            .name("auth-watch".into())
-            .spawn(move || loop {
-                match inotify.read_events() {
-                    Ok(_) => wake.notify_one(),
-                    Err(nix::errno::Errno::EINTR) => {}
-                    Err(err) => {
-                        tracing::warn!(%err, "the auth state watch failed: looking every 30 s only");
-                        return;
-                    }
-                }
-            })
-            .map_err(|e| nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)))?;
-        Ok(Self(notify))
+            | AddWatchFlags::IN_DELETE;
+        let wake = Arc::new(Notify::new());
+        notify_on_changes("auth-watch", dirs, events, wake.clone())?;
+        Ok(Self(wake))
     }
 
     /// Resolves at the next change (or one since the last call), or at `within`.
@@ -143,7 +117,6 @@ mod tests {
         let started = std::time::Instant::now();
         watch.changed(Duration::from_secs(10)).await;
         assert!(started.elapsed() < Duration::from_secs(5), "the update woke it");
-        assert!(VolumeWatch::new(&[Path::new("/nonexistent/playpen")]).is_err(), "nothing to watch is an error");
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub(crate) mod auth;
 pub(crate) mod cdp;
 pub(crate) mod daemon;
 pub(crate) mod dashboard;
+pub(crate) mod dir_watch;
 pub(crate) mod health;
 pub(crate) mod idle;
 pub(crate) mod launch_defaults;
