@@ -7,7 +7,7 @@
 //! - [`run`]: the container's entrypoint, the supervisor of the browser
 //!   daemon, the dashboard and the viewer relay, snapshot retention, the idle
 //!   clock, the graceful close and the orphan reaper.
-//! - [`probe`]: the exec readiness probe.
+//! - [`probe`]: the readiness verdict (the `probe` subcommand, and the kubelet's `GET /readyz`).
 //! - [`cli`]: the `playwright-cli` wrapper, with its native fast path.
 //!
 //! What more than one of them reads sits beside them: [`config`] (options and

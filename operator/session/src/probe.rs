@@ -1,4 +1,5 @@
-//! `playpen-session probe`: the exec readiness probe. Ready when the daemon's
+//! The readiness verdict: what `playpen-session probe` prints and what the
+//! runtime's `GET /readyz` answers the kubelet (`run/health.rs`). Ready when the daemon's
 //! socket accepts a connection and, when the viewer is enabled, the relay on
 //! the pinned port answers that it can start the dashboard (which runs only
 //! while someone views), and a recorded session once its
