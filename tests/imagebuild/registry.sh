@@ -205,11 +205,17 @@ log "starting registry ${VERSION} on ${ADDR} (log: ${STATE}/registry.log)"
 # are closed so that a caller reading our stdout through a pipe is not held open by the registry.
 OTEL_TRACES_EXPORTER=none OTEL_METRICS_EXPORTER=none OTEL_LOGS_EXPORTER=none \
   nohup "${BIN}/registry" serve "$CONFIG" >>"${STATE}/registry.log" 2>&1 </dev/null 3>&- 9>&- &
-echo $! >"$PIDFILE"
+started=$!
+echo "$started" >"$PIDFILE"
 disown || true
 for _ in $(seq 1 100); do
   [[ "$(v2_status)" == 401 ]] && break
-  our_pid >/dev/null || die "the registry exited at start; see ${STATE}/registry.log"
+  # kill -0, not our_pid: until the child has exec'd, its command line is still this script's,
+  # which does not name the config (a CI run on a busy machine failed on that window).
+  if ! kill -0 "$started" 2>/dev/null; then
+    tail -n 20 "${STATE}/registry.log" >&2 || true
+    die "the registry exited at start; its log's last lines are above (${STATE}/registry.log)"
+  fi
   sleep 0.1
 done
 [[ "$(v2_status)" == 401 ]] || die "the registry did not answer 401 on http://${ADDR}/v2/ within 10 s; see ${STATE}/registry.log"
