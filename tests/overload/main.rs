@@ -1,8 +1,10 @@
 //! Overload on the real single node, with the chart installed: more
 //! sessions than the node's CPU admits by their requests wait `Pending`
 //! with the scheduler's reason and start, untouched, as room frees; a node
+//! full of warm pool Pods makes room for a cold session by deleting an
+//! unclaimed one (never a claimed one) and refills once room returns; a node
 //! whose CPU another Pod holds for 90 s delays new sessions but fails none.
-//! Neither scenario may show a session `Degraded` or `Failed` at any time.
+//! No scenario may show a session `Degraded` or `Failed` at any time.
 //!
 //! Its own test binary: cargo runs test binaries one after another, so no
 //! other suite's Pods compete for the node while this one fills it.
@@ -19,10 +21,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context as _};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::Client;
-use playpen_api::v1alpha1::{condition, Phase};
+use playpen_api::v1alpha1::{condition, BrowserPool, Phase};
 use playpen_api::BrowserSession;
 use playpen_tests::{client, eventually};
 use serde_json::json;
@@ -41,6 +43,7 @@ async fn more_sessions_than_fit_wait_and_a_starved_node_fails_none() -> anyhow::
     let installed = setup::install_release(&client, "overload", &[]).await.context("helm install")?;
     let outcome = async {
         more_than_fit_wait_pending_and_start_as_room_frees(&client, &installed).await.context("overload")?;
+        warm_pods_yield_to_a_cold_session_and_refill_after(&client, &installed).await.context("warm Pods yield")?;
         a_starved_node_delays_sessions_and_fails_none(&client, &installed).await.context("CPU starvation")
     }
     .await;
@@ -198,6 +201,115 @@ async fn more_than_fit_wait_pending_and_start_as_room_frees(
         let _ = api.delete(name, &DeleteParams::default()).await;
     }
     Ok(())
+}
+
+const POOL: &str = "yielding";
+
+/// A pool of `FIT` browsers of `cpu` each, which fill the node.
+fn filling_pool(cpu: &str) -> anyhow::Result<BrowserPool> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool", "metadata": {"name": POOL},
+        "spec": {"minReady": FIT, "maxSize": FIT + 2, "template": {
+            "image": BROWSER_IMAGE, "imagePullPolicy": "Never",
+            "launchConfig": {"executablePath": "/usr/bin/chromium",
+                "args": ["--disable-background-networking", "--disable-component-update"]},
+            "pod": {"tolerations": tolerations(), "shmSize": "256Mi", "resources": {"requests": {"cpu": cpu}}}}}
+    }))?)
+}
+
+/// The pool's `(ready, warming, condition reason)` as its status says.
+async fn pool_counts(pools: &Api<BrowserPool>) -> anyhow::Result<(i32, i32, String)> {
+    let status = pools.get(POOL).await?.status.unwrap_or_default();
+    let reason = status.conditions.first().map(|c| c.reason.clone()).unwrap_or_default();
+    Ok((status.ready, status.warming, reason))
+}
+
+async fn warm_pods_yield_to_a_cold_session_and_refill_after(
+    client: &Client,
+    installed: &Installed,
+) -> anyhow::Result<()> {
+    let ns = &installed.team_a.name;
+    let api: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
+    let pools: Api<BrowserPool> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let free = free_cpu(client).await?;
+    let each = free / FIT as u128;
+    ensure!(each >= 100, "only {free}m of CPU requests free on the node: too little to fill it with {FIT} warm Pods");
+    let cpu = format!("{each}m");
+    let (bad, watcher) = BadPhases::watch(client, ns);
+    pools.create(&PostParams::default(), &filling_pool(&cpu)?).await?;
+    eventually(Duration::from_secs(240), || async {
+        let (ready, warming, reason) = pool_counts(&pools).await?;
+        ensure!(ready == FIT as i32 && warming == 0, "pool: {ready} ready, {warming} warming ({reason})");
+        Ok(())
+    })
+    .await
+    .context("the pool fills the node")?;
+    eprintln!("yield: {FIT} warm Pods of {cpu} fill the node ({free}m free before)");
+
+    // One is claimed: the pool's refill then finds no room and waits unscheduled.
+    let pooled: BrowserSession = serde_json::from_value(json!({
+        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "metadata": {"name": "kept"},
+        "spec": {"pool": {"name": POOL}}
+    }))?;
+    api.create(&PostParams::default(), &pooled).await?;
+    let kept_pod = eventually(Duration::from_secs(120), || async {
+        let status = api.get("kept").await?.status.unwrap_or_default();
+        ensure!(status.phase == Some(Phase::Ready), "kept is {:?}", status.phase);
+        status.pod_name.context("kept has no podName")
+    })
+    .await
+    .context("a pooled session claims a warm Pod")?;
+    let kept_uid = pods.get(&kept_pod).await?.metadata.uid;
+
+    // A cold session that fits only where a warm Pod is: one yields for it.
+    api.create(&PostParams::default(), &session("cold", &cpu)?).await?;
+    eventually(Duration::from_secs(180), || async {
+        let (phase, why) = phase_of(&api, "cold").await?;
+        ensure!(phase == Some(Phase::Ready), "cold is {phase:?} ({why})");
+        Ok(())
+    })
+    .await
+    .context("the cold session starts in a warm Pod's room")?;
+    let events = Api::<Event>::namespaced(client.clone(), ns).list(&ListParams::default()).await?.items;
+    let yielded: Vec<String> = events
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(POOL) && e.reason.as_deref() == Some("WarmPodYielded"))
+        .filter_map(|e| e.message)
+        .collect();
+    ensure!(!yielded.is_empty(), "no WarmPodYielded Event on the pool");
+    eprintln!("yield: {yielded:#?}");
+    ensure!(
+        yielded.iter().any(|m| m.contains("make room for the session Pod cold-browser")),
+        "no warm Pod was deleted for the cold session: {yielded:?}"
+    );
+    // The claimed Pod is the session's: untouched.
+    let (phase, why) = phase_of(&api, "kept").await?;
+    ensure!(phase == Some(Phase::Ready), "kept is {phase:?} ({why})");
+    let now_uid = pods.get(&kept_pod).await?.metadata.uid;
+    ensure!(now_uid == kept_uid, "the claimed Pod {kept_pod} was replaced");
+
+    // Room returns: the pool refills.
+    for name in ["cold", "kept"] {
+        api.delete(name, &DeleteParams::default()).await?;
+    }
+    eventually(Duration::from_secs(240), || async {
+        let (ready, warming, reason) = pool_counts(&pools).await?;
+        ensure!(ready == FIT as i32, "pool: {ready} ready, {warming} warming ({reason})");
+        Ok(())
+    })
+    .await
+    .context("the pool refills once room returns")?;
+    watcher.abort();
+    bad.check()?;
+    pools.delete(POOL, &DeleteParams::default()).await?;
+    // Its Pods go before the next scenario counts the node's room.
+    eventually(Duration::from_secs(120), || async {
+        let left = pods.list(&ListParams::default().labels(&format!("playpen.dev/pool={POOL}"))).await?.items;
+        ensure!(left.is_empty(), "{} Pods of the pool left", left.len());
+        Ok(())
+    })
+    .await
 }
 
 async fn a_starved_node_delays_sessions_and_fails_none(client: &Client, installed: &Installed) -> anyhow::Result<()> {

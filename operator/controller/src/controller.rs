@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use std::future::Future;
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
@@ -39,6 +39,7 @@ use crate::guard::{self, Failures};
 use crate::leader::Fence;
 use crate::metrics::{Metrics, PhaseLabels};
 use crate::recovery::{self, Recovery, RecoveryBudget};
+use crate::room::{self, Room};
 use crate::status::{self, Observed};
 use crate::written::Written;
 use crate::{apply, validate};
@@ -61,6 +62,8 @@ pub struct Context {
     written: Arc<Written>,
     baselines: Baselines,
     burst: Burst,
+    /// Shared with the room loop and the pool reconciler.
+    pub(crate) room: Arc<Room>,
 }
 
 impl std::fmt::Debug for Context {
@@ -85,10 +88,26 @@ impl Context {
             written: Arc::default(),
             baselines: Baselines::default(),
             burst: Burst::default(),
+            room: Arc::default(),
         }
     }
 
-    fn caches(&self) -> Arc<Caches> {
+    /// The same room as the pool reconciler's (see [`crate::room`]).
+    pub fn with_room(mut self, room: Arc<Room>) -> Self {
+        self.room = room;
+        self
+    }
+
+    pub(crate) fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    /// Publishes an Event about any object (the room loop's, about pools).
+    pub(crate) async fn publish_about(&self, object: &ObjectReference, type_: EventType, reason: &str, note: String) {
+        guard::publish(&self.recorder, &self.fence, object, type_, reason, note).await;
+    }
+
+    pub(crate) fn caches(&self) -> Arc<Caches> {
         self.caches.read().map(|c| c.clone()).unwrap_or_default()
     }
 
@@ -293,6 +312,9 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let recovery = recovery::decide(pod, done, ctx.recovery, now);
     recover(&ctx, &bs, target, pod, &recovery, gave_up).await?;
     // status
+    if pod.and_then(room::plan::waits_for_room).is_some() {
+        ctx.room.wake();
+    }
     let observed = Observed { missing: &missing, pod, recovery: &recovery };
     let mut new = status::compute(session, id, observed, &ctx.settings.egress, now);
     if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {

@@ -9,7 +9,8 @@
 //! [`recovery`] (pure: replace a failed Pod, or give up) →
 //! [`status`] (pure status from what the cluster reports). [`controller`]
 //! wires them to kube-rs; [`pool`] keeps BrowserPools' warm browsers (its
-//! own plan → create/delete → status, on the same builders); [`leader`],
+//! own plan → create/delete → status, on the same builders); [`room`]
+//! deletes warm Pods for sessions that do not fit; [`leader`],
 //! [`http`] and [`metrics`] make it a
 //! service; [`operator`] puts the pieces together for `main` and for tests.
 
@@ -30,6 +31,7 @@ pub mod operator;
 pub mod ownership;
 pub mod pool;
 pub mod recovery;
+pub mod room;
 pub mod status;
 pub mod telemetry;
 pub mod validate;

@@ -70,6 +70,10 @@ pub struct Metrics {
     /// From a pooled session's creation to its browser (claimed, or the cold
     /// start decided), by result (claimed or cold); once per session.
     pub pool_wait: Family<ClaimLabels, Histogram>,
+    /// Session Pods the scheduler cannot place for want of resources.
+    pub sessions_waiting_for_room: Gauge,
+    /// Warm Pods deleted to make room for sessions.
+    pub warm_pods_yielded: Counter,
     registry: Registry,
 }
 
@@ -85,6 +89,8 @@ impl Default for Metrics {
         let pool_pods = Family::<PoolStateLabels, Gauge>::default();
         let claim_duration = Family::<ClaimLabels, Histogram>::new_with_constructor(claim_histogram as fn() -> _);
         let pool_wait = Family::<ClaimLabels, Histogram>::new_with_constructor(claim_histogram as fn() -> _);
+        let sessions_waiting_for_room = Gauge::default();
+        let warm_pods_yielded = Counter::default();
         registry.register("reconciles", "BrowserSession reconciles started", reconciles.clone());
         registry.register("reconcile_errors", "BrowserSession reconciles that failed, by error", failures.clone());
         registry.register(
@@ -106,6 +112,16 @@ impl Default for Metrics {
             "From a pooled session's creation to its browser, by result (claimed, cold)",
             pool_wait.clone(),
         );
+        registry.register(
+            "sessions_waiting_for_room",
+            "Session Pods the scheduler cannot place for want of resources (warm Pods yield to them)",
+            sessions_waiting_for_room.clone(),
+        );
+        registry.register(
+            "warm_pods_yielded",
+            "Warm pool Pods deleted to make room for sessions",
+            warm_pods_yielded.clone(),
+        );
         Self {
             reconciles,
             failures,
@@ -116,6 +132,8 @@ impl Default for Metrics {
             pool_pods,
             claim_duration,
             pool_wait,
+            sessions_waiting_for_room,
+            warm_pods_yielded,
             registry,
         }
     }

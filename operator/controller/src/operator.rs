@@ -18,6 +18,7 @@ use crate::leader::{self, Fence, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::pool;
 use crate::recovery::RecoveryBudget;
+use crate::room::{self, Room};
 
 /// Everything `run` needs.
 #[derive(Debug, Clone)]
@@ -55,18 +56,17 @@ pub async fn start(
     let (http_addr, serving) = http::serve(config.http_addr, metrics.clone(), health.clone()).await?;
     let handles = Handles { metrics: metrics.clone(), http_addr };
     let fence = if config.lease.is_some() { Fence::closed() } else { Fence::unconditional() };
+    let room = Arc::new(Room::default());
     let ctx = Arc::new(
         Context::new(client.clone(), config.settings.clone(), metrics.clone(), &config.reporter)
             .with_fence(fence.clone())
-            .with_recovery(config.recovery),
+            .with_recovery(config.recovery)
+            .with_room(room.clone()),
     );
-    let pool_ctx = Arc::new(pool::Context::new(
-        client.clone(),
-        config.settings.clone(),
-        metrics.clone(),
-        &config.reporter,
-        fence.clone(),
-    ));
+    let pool_ctx = Arc::new(
+        pool::Context::new(client.clone(), config.settings.clone(), metrics.clone(), &config.reporter, fence.clone())
+            .with_room(room),
+    );
     let run = async move {
         // Guards: dropping this future (a test stopping the operator) ends
         // every task it spawned, including the Lease renewals.
@@ -92,10 +92,13 @@ pub async fn start(
             let lost = |mut leading: watch::Receiver<bool>| async move {
                 let _ = leading.wait_for(|l| !*l).await;
             };
+            // The room loop has no end of its own: it stops with the controllers.
+            let making_room = AbortOnDropHandle::new(tokio::spawn(room::run(ctx.clone())));
             futures::join!(
                 controller::run(ctx.clone(), &config.namespaces, lost(leading.clone())),
                 pool::run(pool_ctx.clone(), &config.namespaces, lost(leading.clone())),
             );
+            drop(making_room);
             metrics.leader.set(0);
             if elector.is_none() {
                 break;

@@ -98,6 +98,16 @@ impl CachedPod {
         }
     }
 
+    /// Whether the scheduler reported it could not place the Pod
+    /// (`PodScheduled` False, `Unschedulable`): a cheap filter before [`Self::to_pod`].
+    pub fn refused_by_scheduler(&self) -> bool {
+        self.status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+    }
+
     /// The Pod with the fields a reconcile reads (the others unset; a
     /// container's image is empty).
     pub fn to_pod(&self) -> Pod {

@@ -32,6 +32,7 @@ use crate::children::Settings;
 use crate::error::{Error, Result};
 use crate::leader::Fence;
 use crate::metrics::Metrics;
+use crate::room::Room;
 use plan::{DeleteReason, PodState, PoolPod, Want};
 use warm::{Fresh, PoolIdentity};
 
@@ -51,6 +52,7 @@ pub struct Context {
     recorder: Recorder,
     failures: crate::guard::Failures,
     fence: Fence,
+    room: Arc<Room>,
 }
 
 impl std::fmt::Debug for Context {
@@ -70,7 +72,14 @@ impl Context {
             metrics,
             failures: crate::guard::Failures::default(),
             fence,
+            room: Arc::default(),
         }
+    }
+
+    /// The same room as the session controller's (see [`crate::room`]).
+    pub fn with_room(mut self, room: Arc<Room>) -> Self {
+        self.room = room;
+        self
     }
 
     async fn publish(&self, pool: &BrowserPool, type_: EventType, reason: &str, note: String) {
@@ -97,7 +106,9 @@ pub async fn reconcile(pool: Arc<BrowserPool>, ctx: Arc<Context>) -> Result<Acti
     let now = Timestamp::now();
     let observed: Vec<PoolPod> = pods.iter().filter_map(|p| pool_pod(p, uid)).collect();
     // plan
-    let want = Want { min_ready: pool.spec.min_ready, max_unclaimed: pool.spec.max_unclaimed(), template_hash: &hash };
+    let hold = ctx.room.waiting() > 0;
+    let want =
+        Want { min_ready: pool.spec.min_ready, max_unclaimed: pool.spec.max_unclaimed(), template_hash: &hash, hold };
     let plan = plan::plan(want, &observed, now);
     // apply
     apply::apply(target, &warm::pool_network_policy(&id)).await?;
@@ -111,7 +122,7 @@ pub async fn reconcile(pool: Arc<BrowserPool>, ctx: Arc<Context>) -> Result<Acti
         create_warm(&ctx, &pool, &id, &hash, target).await?;
     }
     // status
-    let new = status::compute(&pool, &id.name, &hash, plan.counts, now);
+    let new = status::compute(&pool, &id.name, &hash, plan.counts, hold, now);
     if pool.status.as_ref() != Some(&new) {
         if !ctx.fence.is_open() {
             return Err(Error::NotLeader);

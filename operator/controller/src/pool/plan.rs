@@ -11,6 +11,8 @@
 //! - A failed or finished warm Pod, or one not ready [`WARM_DEADLINE`]
 //!   after its creation, is deleted (and so replaced).
 //! - Claimed Pods belong to their sessions: only counted, never deleted.
+//! - While sessions wait for room on the nodes (`hold`), nothing is created
+//!   (the [`crate::room`] loop deletes warm Pods for them meanwhile).
 
 use std::time::Duration;
 
@@ -56,6 +58,8 @@ pub struct Want<'a> {
     pub max_unclaimed: i32,
     /// The current template's hash.
     pub template_hash: &'a str,
+    /// Sessions wait for room: create nothing.
+    pub hold: bool,
 }
 
 /// Why a Pod is deleted.
@@ -149,8 +153,8 @@ pub fn plan(want: Want<'_>, pods: &[PoolPod], now: Timestamp) -> Plan {
     let need = min_ready - keep_current;
     // Old ready Pods cover for current ones not ready yet, within the bound.
     let mut keep_old = count(old.len()).min(min_ready - current_ready).min(max_unclaimed - keep_current).max(0);
-    let mut create = need.min(max_unclaimed - keep_current - keep_old).max(0);
-    if create == 0 && need > 0 && current_warming == 0 && keep_old > 0 {
+    let mut create = if want.hold { 0 } else { need.min(max_unclaimed - keep_current - keep_old).max(0) };
+    if create == 0 && need > 0 && current_warming == 0 && keep_old > 0 && !want.hold {
         // Full of old Pods and nothing warming: make room for one new Pod
         // (readiness dips by one until it is ready, then the next goes).
         keep_old -= 1;

@@ -28,7 +28,7 @@ fn warm(name: &str, hash: &str, ready: bool) -> PoolPod {
 }
 
 fn want(min_ready: i32, max_unclaimed: i32) -> Want<'static> {
-    Want { min_ready, max_unclaimed, template_hash: "cur" }
+    Want { min_ready, max_unclaimed, template_hash: "cur", hold: false }
 }
 
 fn deleted(p: &Plan) -> Vec<(&str, DeleteReason)> {
@@ -43,6 +43,21 @@ fn counts(ready: i32, warming: i32, claimed: i32) -> Counts {
 fn an_empty_pool_creates_min_ready() {
     let p = plan(want(2, 3), &[], now());
     assert_eq!((p.create, deleted(&p), p.counts), (2, vec![], counts(0, 2, 0)));
+}
+
+#[test]
+fn a_hold_creates_nothing_and_keeps_old_ready_pods() {
+    let held = Want { hold: true, ..want(2, 3) };
+    let p = plan(held, &[warm("a", "cur", true)], now());
+    assert_eq!((p.create, deleted(&p), p.counts), (0, vec![], counts(1, 0, 0)));
+    // Full of old ready Pods: none is swapped for a new one while held.
+    let p = plan(held, &[warm("o1", "old", true), warm("o2", "old", true), warm("o3", "old", true)], now());
+    assert_eq!((p.create, p.delete.len()), (0, 1), "only the one beyond minReady goes: {p:?}");
+    // Failed Pods still go.
+    let mut failed = warm("f", "cur", false);
+    failed.failed = true;
+    let p = plan(held, &[failed], now());
+    assert_eq!((p.create, deleted(&p)), (0, vec![("f", DeleteReason::Failed)]));
 }
 
 #[test]

@@ -10,13 +10,30 @@ use super::warm::warm_selector_string;
 /// The pool's one condition: `minReady` Pods of the current template are ready.
 pub const READY: &str = "Ready";
 
-/// The status of `pool` whose plan left `counts`, at template `hash`.
-pub fn compute(pool: &BrowserPool, name: &str, hash: &str, counts: Counts, now: Timestamp) -> BrowserPoolStatus {
+/// The status of `pool` whose plan left `counts`, at template `hash`;
+/// `held`: its refills wait for sessions that do not fit on the nodes.
+pub fn compute(
+    pool: &BrowserPool,
+    name: &str,
+    hash: &str,
+    counts: Counts,
+    held: bool,
+    now: Timestamp,
+) -> BrowserPoolStatus {
     let min_ready = pool.spec.min_ready;
     let generation = pool.metadata.generation;
     let ready = counts.ready >= min_ready;
     let (status, reason, message) = if ready {
         ("True", "MinReady", format!("{} of {min_ready} warm browsers ready", counts.ready))
+    } else if held {
+        (
+            "False",
+            "Yielding",
+            format!(
+                "{} of {min_ready} warm browsers ready, {} starting; refills wait while sessions wait for room on the nodes",
+                counts.ready, counts.warming
+            ),
+        )
     } else {
         (
             "False",
@@ -71,7 +88,7 @@ mod tests {
     #[test]
     fn ready_when_min_ready_are_ready() {
         let t0 = at("2026-12-01T12:00:00Z");
-        let s = compute(&pool(2), "shop", "abc123", Counts { ready: 1, warming: 1, claimed: 4 }, t0);
+        let s = compute(&pool(2), "shop", "abc123", Counts { ready: 1, warming: 1, claimed: 4 }, false, t0);
         assert_eq!((s.ready, s.warming, s.claimed), (1, 1, 4));
         assert_eq!(s.selector.as_deref(), Some("playpen.dev/pool=shop,playpen.dev/pool-state=warm"));
         assert_eq!((s.template_hash.as_deref(), s.observed_generation), (Some("abc123"), Some(3)));
@@ -83,9 +100,9 @@ mod tests {
         let mut p = pool(2);
         p.status = Some(s);
         let t1 = at("2026-12-01T12:01:00Z");
-        let same = compute(&p, "shop", "abc123", Counts { ready: 1, warming: 1, claimed: 4 }, t1);
+        let same = compute(&p, "shop", "abc123", Counts { ready: 1, warming: 1, claimed: 4 }, false, t1);
         assert_eq!(same.conditions[0].last_transition_time, Time(t0));
-        let ready = compute(&p, "shop", "abc123", Counts { ready: 2, warming: 0, claimed: 4 }, t1);
+        let ready = compute(&p, "shop", "abc123", Counts { ready: 2, warming: 0, claimed: 4 }, false, t1);
         assert_eq!(
             (ready.conditions[0].status.as_str(), &ready.conditions[0].last_transition_time),
             ("True", &Time(t1))
@@ -93,8 +110,20 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_short_while_sessions_wait_says_it_yields() {
+        let t0 = at("2026-12-01T12:00:00Z");
+        let s = compute(&pool(3), "shop", "abc123", Counts { ready: 1, warming: 0, claimed: 0 }, true, t0);
+        let c = &s.conditions[0];
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "Yielding"));
+        assert!(c.message.contains("1 of 3") && c.message.contains("sessions wait for room"), "{}", c.message);
+        // Full, it is Ready whatever waits.
+        let s = compute(&pool(1), "shop", "abc123", Counts { ready: 1, warming: 0, claimed: 0 }, true, t0);
+        assert_eq!(s.conditions[0].reason, "MinReady");
+    }
+
+    #[test]
     fn an_empty_pool_asked_for_nothing_is_ready() {
-        let s = compute(&pool(0), "shop", "abc123", Counts::default(), at("2026-12-01T12:00:00Z"));
+        let s = compute(&pool(0), "shop", "abc123", Counts::default(), false, at("2026-12-01T12:00:00Z"));
         assert_eq!(s.conditions[0].status, "True");
     }
 }
