@@ -10,9 +10,13 @@
 //! over an idle session with a viewer attached: the dashboard reads
 //! `~/.cache/ms-playwright/b` and talks to the browser socket, never to the
 //! session directory), so an `IN_OPEN` of that file is a client's command.
-//! A (re)start of the daemon counts as use too. When the currently configured
-//! idle timeout (re-read from `runtime.json`) has passed since the last use,
-//! the runtime closes the session itself.
+//! A (re)start of the daemon counts as use too, and so does a change of the
+//! timeout: a setting delivered to a running Pod (a claim hands a warm Pod,
+//! idle since its start, the session's timeout; an edit of a running
+//! session's) counts from when it arrives, never closing the session at
+//! once. When the currently configured idle timeout (re-read from
+//! `runtime.json`) has passed since the last use, the runtime closes the
+//! session itself.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -140,8 +144,9 @@ pub fn in_flight(net_unix: &str, sockets: &[PathBuf]) -> usize {
 
 /// Resolves once no client has used the session for the idle timeout, and
 /// returns that timeout. The timeout is re-read through `reload` every
-/// `every` (a ConfigMap change applies while running; `None` from `reload`
-/// keeps the previous value); `uses` carries the time of the last use. A
+/// `every` (a ConfigMap change applies while running, counted from when it
+/// is seen; `None` from `reload` keeps the previous value); `uses` carries
+/// the time of the last use. A
 /// command still running when the time is up (`busy`) postpones the close:
 /// the clock then runs from when it was last seen running.
 pub async fn idle_reached<F, B>(
@@ -157,13 +162,15 @@ where
 {
     let mut next_reload = Instant::now() + every;
     let mut busy_at: Option<Instant> = None;
+    let mut changed_at: Option<Instant> = None;
     let mut watching_busy = false;
     loop {
         let now = Instant::now();
         if now >= next_reload {
             if let Some(fresh) = reload() {
                 if fresh != timeout {
-                    tracing::info!(from = ?timeout, to = ?fresh, "the idle timeout changed");
+                    tracing::info!(from = ?timeout, to = ?fresh, "the idle timeout changed; it counts from now");
+                    changed_at = Some(now);
                 }
                 timeout = fresh;
             }
@@ -176,7 +183,7 @@ where
                 watching_busy = false;
             }
         }
-        let last_use = busy_at.map_or(*uses.borrow(), |b| b.max(*uses.borrow()));
+        let last_use = [busy_at, changed_at].into_iter().flatten().fold(*uses.borrow(), Instant::max);
         let wait = match (decide(last_use, now, timeout), timeout) {
             (Verdict::Close, Some(timeout)) => {
                 if !busy() {
@@ -260,11 +267,38 @@ mod tests {
         *timeouts.lock().unwrap() = Some(Duration::from_secs(60));
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert!(!task.is_finished(), "the raised timeout applies");
-        // Lowered below the time already idle: closed at the next re-read.
+        // Lowered below the time already idle: it counts from its arrival
+        // (seen at the next re-read, within a second), not from the last use.
         *timeouts.lock().unwrap() = Some(Duration::from_secs(5));
-        let fired = tokio::time::timeout(Duration::from_millis(1100), task).await.unwrap().unwrap();
+        let lowered = Instant::now();
+        tokio::time::sleep(Duration::from_millis(4900)).await;
+        assert!(!task.is_finished(), "closed before the new timeout ran from its arrival");
+        let fired = tokio::time::timeout(Duration::from_millis(1200), task).await.unwrap().unwrap();
         assert_eq!(fired, Duration::from_secs(5));
-        assert!(started.elapsed() >= Duration::from_secs(22));
+        assert!(lowered.elapsed() >= Duration::from_secs(5) && started.elapsed() >= Duration::from_secs(27));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_warm_browser_idle_for_long_gets_the_whole_timeout_from_its_claim() {
+        // A warm Pod: no timeout, idle for 100 s since its daemon started.
+        let (_tx, rx) = watch::channel(Instant::now());
+        let timeouts = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let source = timeouts.clone();
+        let task = tokio::spawn(idle_reached(
+            None,
+            Duration::from_secs(1),
+            move || Some(*source.lock().unwrap()),
+            || false,
+            rx,
+        ));
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        // The claim delivers `idleTimeoutSeconds: 90`.
+        *timeouts.lock().unwrap() = Some(Duration::from_secs(90));
+        let claimed = Instant::now();
+        tokio::time::sleep(Duration::from_secs(89)).await;
+        assert!(!task.is_finished(), "closed {:?} after the claim", claimed.elapsed());
+        tokio::time::timeout(Duration::from_secs(3), task).await.unwrap().unwrap();
+        assert!(claimed.elapsed() >= Duration::from_secs(90));
     }
 
     #[tokio::test(start_paused = true)]
@@ -282,7 +316,9 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         assert!(!task.is_finished());
         *timeouts.lock().unwrap() = Some(Duration::from_secs(60));
-        tokio::time::timeout(Duration::from_millis(1100), task).await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        assert!(!task.is_finished(), "a timeout set late counts from when it is set");
+        tokio::time::timeout(Duration::from_millis(2100), task).await.unwrap().unwrap();
     }
 
     #[tokio::test(start_paused = true)]
