@@ -17,7 +17,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
-            eprintln!("error: {e}");
+            // Errors quote the cluster (condition messages, termination logs).
+            eprintln!("error: {}", kubectl_playpen::output::untrusted(&e.to_string(), true));
             ExitCode::FAILURE
         }
     }

@@ -1,11 +1,33 @@
-//! Tables and ages as kubectl prints them.
+//! Tables and ages as kubectl prints them, and text from elsewhere made
+//! safe for a terminal.
+
+use std::fmt::Write as _;
+
+/// `text` with every control character (C0, DEL, C1) and Unicode
+/// direction override written as a `\u{..}` escape: text that comes from the
+/// cluster or a Pod (condition messages, termination logs, file names, a
+/// browser's answer) must not move the cursor, recolour or rewrite the
+/// user's terminal. Newlines are kept when `newlines` is set.
+pub fn untrusted(text: &str, newlines: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if (c.is_control() && !(newlines && c == '\n')) || bidi {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 /// Renders `rows` under `headers` as kubectl does: left-aligned columns,
 /// each as wide as its widest cell, three spaces apart, no trailing blanks.
 /// Short rows are padded with empty cells.
 pub fn render_table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).chain([headers.len()]).max().unwrap_or(0);
-    let cell = |row: &[String], i: usize| row.get(i).map(String::as_str).unwrap_or("").to_owned();
+    // Cells carry the cluster's text (reasons, messages): one line each, escaped.
+    let cell = |row: &[String], i: usize| untrusted(row.get(i).map(String::as_str).unwrap_or(""), false);
     let header_row: Vec<String> = headers.iter().map(|h| (*h).to_owned()).collect();
     let all: Vec<&[String]> = std::iter::once(header_row.as_slice()).chain(rows.iter().map(Vec::as_slice)).collect();
     let widths: Vec<usize> =
@@ -82,6 +104,19 @@ pub fn format_age(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_from_the_cluster_are_escaped() {
+        let hostile = "failed\u{1b}[2J\u{1b}]0;owned\u{7}\rok\u{9b}1m \u{202e}txt.exe\nnext";
+        assert_eq!(
+            untrusted(hostile, false),
+            "failed\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{d}ok\\u{9b}1m \\u{202e}txt.exe\\u{a}next"
+        );
+        assert!(untrusted(hostile, true).ends_with("txt.exe\nnext"));
+        assert_eq!(untrusted("plain text, ünïcode", false), "plain text, ünïcode");
+        let table = render_table(&["NAME", "MESSAGE"], &[vec!["s".into(), "a\u{1b}[31mred\nline".into()]]);
+        assert!(!table.contains('\u{1b}') && table.lines().count() == 2, "{table}");
+    }
 
     fn row(cells: &[&str]) -> Vec<String> {
         cells.iter().map(|c| (*c).to_owned()).collect()

@@ -228,7 +228,7 @@ impl Connector for SessionPort {
         if let Some(error) = forwarder.take_error(port) {
             tokio::spawn(async move {
                 if let Some(message) = error.await {
-                    eprintln!("port-forward to {pod}:{port}: {message}");
+                    eprintln!("port-forward to {pod}:{port}: {}", crate::output::untrusted(&message, false));
                 }
             });
         }

@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::cli::CdpArgs;
 use crate::connect::Cluster;
 use crate::error::Result;
+use crate::output::untrusted;
 use crate::sessions;
 use crate::tunnel::SessionTunnel;
 
@@ -132,9 +133,9 @@ pub async fn run(cluster: &Cluster, args: CdpArgs) -> Result<()> {
     }));
     match fetch_version(addr).await {
         Ok(version) => {
-            println!("webSocketDebuggerUrl: {}", version.web_socket_debugger_url);
+            println!("webSocketDebuggerUrl: {}", untrusted(&version.web_socket_debugger_url, false));
             if let Some(browser) = version.browser {
-                eprintln!("browser: {browser}");
+                eprintln!("browser: {}", untrusted(&browser, false));
             }
         }
         Err(e) => eprintln!("warning: reading /json/version through the tunnel: {e}"),

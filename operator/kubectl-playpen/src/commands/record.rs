@@ -9,6 +9,7 @@ use super::copy::{self, parse_tree, LIST_TREE};
 use crate::cli::RecordArgs;
 use crate::connect::Cluster;
 use crate::error::Result;
+use crate::output::untrusted;
 
 /// The default destination: `./<name>-recordings`.
 pub fn default_dir(name: &str) -> PathBuf {
@@ -33,7 +34,7 @@ pub async fn run(cluster: &Cluster, args: RecordArgs) -> Result<()> {
         let remote = format!("{RECORDINGS_DIR}/{}", file.relative.display());
         let local = dir.join(&file.relative);
         let bytes = copy::fetch(&target, &remote, &local).await?;
-        println!("{remote} -> {} ({bytes} bytes)", local.display());
+        println!("{} -> {} ({bytes} bytes)", untrusted(&remote, false), untrusted(&local.display().to_string(), false));
         total += bytes;
     }
     println!("{} recording file(s), {total} bytes, in {}", files.len(), dir.display());

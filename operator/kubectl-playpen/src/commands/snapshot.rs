@@ -7,6 +7,7 @@ use super::copy::{self, destination, newest, parse_top_level, LIST_TOP_LEVEL};
 use crate::cli::SnapshotArgs;
 use crate::connect::Cluster;
 use crate::error::{Error, Result};
+use crate::output::untrusted;
 
 /// Runs `snapshot`.
 pub async fn run(cluster: &Cluster, args: SnapshotArgs) -> Result<()> {
@@ -24,7 +25,7 @@ pub async fn run(cluster: &Cluster, args: SnapshotArgs) -> Result<()> {
     let local = destination(args.output.as_deref(), &chosen.name, |p| p.is_dir());
     let remote = format!("{SNAPSHOT_DIR}/{}", chosen.name);
     let bytes = copy::fetch(&target, &remote, &local).await?;
-    println!("{remote} -> {} ({bytes} bytes)", local.display());
+    println!("{} -> {} ({bytes} bytes)", untrusted(&remote, false), untrusted(&local.display().to_string(), false));
     if bytes != chosen.size {
         eprintln!("note: the file was {} bytes when listed; it changed while being copied", chosen.size);
     }
