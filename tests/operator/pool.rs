@@ -89,7 +89,7 @@ async fn pool_keeps_warm_pods_and_replaces_them_on_a_template_change() -> anyhow
         let annotations = pod.annotations();
         let warm_name = annotations[WARM_NAME_ANNOTATION].clone();
         assert_eq!(name, format!("{warm_name}-browser"));
-        assert!(warm_name.starts_with(&format!("shop-{first_hash}-")), "{warm_name}");
+        assert!(warm_name.starts_with(&format!("shop-{first_hash}.")), "{warm_name}");
         assert_eq!(warm_name.len(), "shop-".len() + 6 + 1 + 5, "{warm_name}");
         assert_eq!(annotations[WARM_SESSION_NAME_ANNOTATION], "shop");
         assert_eq!(annotations[WARM_SOCKET_NAMESPACE_ANNOTATION].len(), 8);

@@ -23,7 +23,9 @@ pub const POOL_STATE_CLAIMED: &str = "claimed";
 /// Label with the hash of the pool template a Pod runs.
 pub const POOL_TEMPLATE_LABEL: &str = "playpen.dev/pool-template";
 /// Annotation of a warm pool Pod: the name its children were built for
-/// (`<pool>-<hash6>-<rand5>`; the Pod is `<warm name>-browser`).
+/// (`<pool>-<hash6>.<rand5>`; the Pod is `<warm name>-browser`). The dot
+/// keeps it apart from every session's name (a DNS-1035 label, no dots), so
+/// no session's children or `playpen.dev/session` label can be a warm Pod's.
 pub const WARM_NAME_ANNOTATION: &str = "playpen.dev/warm-name";
 /// Annotation of a warm pool Pod: the playwright-cli session name it runs.
 pub const WARM_SESSION_NAME_ANNOTATION: &str = "playpen.dev/session-name";

@@ -41,7 +41,7 @@ pub const MAX_POOL_SIZE: i32 = 100;
     printcolumn(name = "Claimed", type_ = "integer", json_path = ".status.claimed"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     validation = Rule::new("self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 40")
-        .message("metadata.name must be a DNS-1035 label of at most 40 characters: each pool Pod is named <pool>-<template hash>-<suffix>"),
+        .message("metadata.name must be a DNS-1035 label of at most 40 characters: each pool Pod is named <pool>-<template hash>.<suffix>-browser"),
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(

@@ -134,8 +134,8 @@ mod tests {
     #[test]
     fn the_copy_is_the_sessions_and_holds_only_the_state() {
         let id = id();
-        let copy = auth_state_copy(&id, "pool-abc123-x1y2z", ByteString(b"{}".to_vec()));
-        assert_eq!(copy.metadata.name.as_deref(), Some("pool-abc123-x1y2z-auth"));
+        let copy = auth_state_copy(&id, "pool-abc123.x1y2z", ByteString(b"{}".to_vec()));
+        assert_eq!(copy.metadata.name.as_deref(), Some("pool-abc123.x1y2z-auth"));
         assert_eq!(copy.metadata.namespace.as_deref(), Some("team"));
         let owners = copy.metadata.owner_references.clone().unwrap();
         assert_eq!((owners.len(), owners[0].uid.as_str()), (1, "uid-1"), "deleted with the session");

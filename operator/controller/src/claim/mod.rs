@@ -487,10 +487,10 @@ mod tests {
         bs.metadata.uid = Some("uid-1".into());
         let id = Identity::of(&bs).unwrap();
         let mut pod = Pod::default();
-        pod.metadata.name = Some("agents-abc123-x1y2z".into());
+        pod.metadata.name = Some("agents-abc123.x1y2z".into());
         pod.metadata.annotations = Some(
             [
-                (WARM_NAME_ANNOTATION, "agents-abc123-x1y2z"),
+                (WARM_NAME_ANNOTATION, "agents-abc123.x1y2z"),
                 (WARM_SESSION_NAME_ANNOTATION, "warm-cli"),
                 (WARM_SOCKET_NAMESPACE_ANNOTATION, "0badcafe"),
             ]

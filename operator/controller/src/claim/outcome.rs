@@ -114,7 +114,7 @@ mod tests {
 
     fn claimed() -> Source {
         let mut pod = Pod::default();
-        pod.metadata.name = Some("agents-abc123-x1y2z-browser".into());
+        pod.metadata.name = Some("agents-abc123.x1y2z-browser".into());
         Source::Claimed(Box::new(pod))
     }
 
@@ -148,7 +148,7 @@ mod tests {
     fn a_session_is_announced_once_when_it_gets_its_browser() {
         let a = announcement(None, "agents", &claimed()).unwrap();
         assert_eq!((a.type_, a.reason), (EventType::Normal, "Claimed"));
-        assert!(a.note.contains("agents-abc123-x1y2z-browser") && a.note.contains("BrowserPool agents"), "{}", a.note);
+        assert!(a.note.contains("agents-abc123.x1y2z-browser") && a.note.contains("BrowserPool agents"), "{}", a.note);
         let empty = announcement(None, "agents", &cold(ColdReason::PoolEmpty)).unwrap();
         assert_eq!((empty.type_, empty.reason), (EventType::Warning, "ColdStart"));
         assert!(empty.note.starts_with("PoolEmpty: "), "{}", empty.note);

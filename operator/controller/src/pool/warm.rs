@@ -33,7 +33,9 @@ pub fn template_hash(template: &SessionTemplate) -> Result<String> {
 /// socket namespace derives from (a warm Pod has no resource of its own).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fresh {
-    /// `<pool>-<hash6>-<rand5>`.
+    /// `<pool>-<hash6>.<rand5>`: the dot makes it a name no BrowserSession
+    /// can have (theirs are DNS-1035 labels), so a session's children and
+    /// its `playpen.dev/session` label never meet a warm browser's.
     pub warm_name: String,
     /// The stand-in UID.
     pub uid: String,
@@ -42,7 +44,7 @@ pub struct Fresh {
 impl Fresh {
     /// A new warm name and UID for `pool` at template `hash` (random).
     pub fn new(pool: &str, hash: &str) -> Self {
-        Self { warm_name: format!("{pool}-{hash}-{}", random_token(SUFFIX_LEN)), uid: random_token(32) }
+        Self { warm_name: format!("{pool}-{hash}.{}", random_token(SUFFIX_LEN)), uid: random_token(32) }
     }
 }
 

@@ -26,7 +26,7 @@ fn pool_id(name: &str) -> PoolIdentity {
 }
 
 fn fresh(pool: &str) -> Fresh {
-    Fresh { warm_name: format!("{pool}-abc123-x1y2z"), uid: "u-1".into() }
+    Fresh { warm_name: format!("{pool}-abc123.x1y2z"), uid: "u-1".into() }
 }
 
 #[test]
@@ -43,7 +43,7 @@ fn the_hash_is_six_hex_stable_and_follows_the_template() {
 fn fresh_names_are_pool_hash_and_five_random_characters() {
     let a = Fresh::new("pool", "abc123");
     let b = Fresh::new("pool", "abc123");
-    let suffix = a.warm_name.strip_prefix("pool-abc123-").expect("prefix");
+    let suffix = a.warm_name.strip_prefix("pool-abc123.").expect("prefix");
     assert_eq!(suffix.len(), SUFFIX_LEN);
     assert!(suffix.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()), "{suffix}");
     assert_ne!(a.warm_name, b.warm_name);
@@ -57,7 +57,7 @@ fn a_warm_pod_is_labelled_annotated_and_owned_by_the_pool() {
     let t = template(json!({"image": "playpen/browser:1"}));
     let built = warm_children(&pool, &t, "abc123", &f, &Settings::default()).expect("build");
     let pod = &built.pod;
-    assert_eq!(pod.metadata.name.as_deref(), Some("shop-abc123-x1y2z-browser"));
+    assert_eq!(pod.metadata.name.as_deref(), Some("shop-abc123.x1y2z-browser"));
     assert_eq!(pod.metadata.namespace.as_deref(), Some("ns"));
     let labels = pod.metadata.labels.clone().expect("labels");
     assert_eq!(labels[POOL_LABEL], "shop");
@@ -69,7 +69,7 @@ fn a_warm_pod_is_labelled_annotated_and_owned_by_the_pool() {
         assert_eq!(labels[&k], v, "{k}");
     }
     let annotations = pod.metadata.annotations.clone().expect("annotations");
-    assert_eq!(annotations[WARM_NAME_ANNOTATION], "shop-abc123-x1y2z");
+    assert_eq!(annotations[WARM_NAME_ANNOTATION], "shop-abc123.x1y2z");
     assert_eq!(annotations[WARM_SESSION_NAME_ANNOTATION], "shop");
     assert_eq!(annotations[WARM_SOCKET_NAMESPACE_ANNOTATION], socket_namespace("u-1"));
     let owners = pod.metadata.owner_references.clone().expect("owners");
@@ -89,12 +89,12 @@ fn a_warm_pod_is_labelled_annotated_and_owned_by_the_pool() {
 
     let secret = built.launch_secret.expect("generated launch config");
     let cm = &built.runtime_config;
-    assert_eq!(secret.metadata.name.as_deref(), Some("shop-abc123-x1y2z-launch"));
-    assert_eq!(cm.metadata.name.as_deref(), Some("shop-abc123-x1y2z-runtime"));
+    assert_eq!(secret.metadata.name.as_deref(), Some("shop-abc123.x1y2z-launch"));
+    assert_eq!(cm.metadata.name.as_deref(), Some("shop-abc123.x1y2z-runtime"));
     for meta in [&secret.metadata, &cm.metadata] {
         assert_eq!(meta.owner_references.as_deref(), Some(&owners[..]));
         assert_eq!(meta.labels.as_ref().expect("labels")[POOL_LABEL], "shop");
-        assert_eq!(meta.annotations.as_ref().expect("annotations")[WARM_NAME_ANNOTATION], "shop-abc123-x1y2z");
+        assert_eq!(meta.annotations.as_ref().expect("annotations")[WARM_NAME_ANNOTATION], "shop-abc123.x1y2z");
     }
 }
 
@@ -107,6 +107,25 @@ fn template_session_name_and_user_launch_secret_are_honoured() {
     assert!(built.launch_secret.is_none());
     let annotations = built.pod.metadata.annotations.expect("annotations");
     assert_eq!(annotations[WARM_SESSION_NAME_ANNOTATION], "agent-1");
+}
+
+#[test]
+fn no_session_can_be_named_like_a_warm_browser() {
+    // A BrowserSession's name, by its CRD's rule: a DNS-1035 label.
+    let session_name_ok = |n: &str| {
+        n.len() <= 58
+            && n.starts_with(|c: char| c.is_ascii_lowercase())
+            && !n.ends_with('-')
+            && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    };
+    assert!(session_name_ok("shop-abc123-x1y2z"), "the rule as the CRD states it");
+    for pool in ["shop", "a", &format!("p{}", "a".repeat(39))] {
+        let f = Fresh::new(pool, "abc123");
+        assert!(!session_name_ok(&f.warm_name), "{} could be a session's name", f.warm_name);
+        // Still a valid Pod name (DNS subdomain) and label value.
+        let pod = format!("{}-browser", f.warm_name);
+        assert!(pod.len() <= 63 && pod.split('.').all(|part| !part.is_empty() && !part.starts_with('-')), "{pod}");
+    }
 }
 
 #[test]
@@ -168,7 +187,7 @@ fn a_warm_pod_has_an_optional_read_only_slot_for_a_claims_auth_state() {
     let spec = built.pod.spec.expect("spec");
     let volume = spec.volumes.iter().flatten().find(|v| v.name == AUTH_STATE_VOLUME).expect("volume");
     let secret = volume.secret.clone().expect("a Secret volume");
-    assert_eq!(secret.secret_name.as_deref(), Some("shop-abc123-x1y2z-auth"));
+    assert_eq!(secret.secret_name.as_deref(), Some("shop-abc123.x1y2z-auth"));
     assert_eq!(secret.optional, Some(true), "the Secret exists only once a session with auth state claims the Pod");
     assert_eq!(secret.default_mode, Some(0o440));
     let browser = spec.containers.iter().find(|c| c.name == children::BROWSER_CONTAINER).expect("browser");

@@ -104,10 +104,10 @@ mod tests {
     fn a_claim_and_a_cold_start_say_where_the_browser_came_from() {
         let mut s = BrowserSessionStatus::default();
         let mut pod = Pod::default();
-        pod.metadata.name = Some("warm-abc123-x1y2z-browser".into());
+        pod.metadata.name = Some("warm-abc123.x1y2z-browser".into());
         record_source(&mut s, "warm", &Source::Claimed(Box::new(pod)), now());
         assert_eq!(cond(&s, condition::POOL_CLAIMED).status, "True");
-        assert!(cond(&s, condition::POOL_CLAIMED).message.contains("warm-abc123-x1y2z-browser"));
+        assert!(cond(&s, condition::POOL_CLAIMED).message.contains("warm-abc123.x1y2z-browser"));
         assert!(s.pool.as_ref().unwrap().claimed);
         let mut s = BrowserSessionStatus::default();
         let needs = "spec.recording starts with the browser".to_owned();
@@ -146,7 +146,7 @@ mod tests {
         assert!(waiting_message("agents", 0).contains("none is warming"));
         // Then the claim: status.pool appears, PoolClaimed turns True.
         let mut pod = Pod::default();
-        pod.metadata.name = Some("agents-abc123-x1y2z-browser".into());
+        pod.metadata.name = Some("agents-abc123.x1y2z-browser".into());
         record_source(&mut s, "agents", &Source::Claimed(Box::new(pod)), now());
         assert_eq!(cond(&s, condition::POOL_CLAIMED).status, "True");
         assert!(s.pool.as_ref().is_some_and(|p| p.claimed));
