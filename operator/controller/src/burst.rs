@@ -8,16 +8,19 @@
 //! anything urgent: the Pod is created either way. While other sessions
 //! are in their first reconcile (waiting for a slot, or making their
 //! children), it waits instead, for at most [`MAX_DELAY`] after the
-//! session was created, and only while its Pod is not yet Ready, failed
+//! session was created (by the API server's clock) and after this process
+//! first deferred it (by its own monotonic clock: an operator whose clock
+//! runs behind the server's would otherwise see every session young for
+//! as long as the skew), and only while its Pod is not yet Ready, failed
 //! or ended: that news is written at once. A session made alone never
 //! waits. (Waiting for a slot was not the sign of a burst: in a burst of
 //! 1,000 the API server's CPU, not the 96 slots, held the first
 //! reconciles back.)
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use playpen_api::v1alpha1::Phase;
 
@@ -39,8 +42,9 @@ pub fn may_wait(phase: Phase) -> bool {
 pub struct Burst {
     /// First reconciles waiting for a slot or running.
     first: AtomicUsize,
-    /// UIDs of sessions whose children exist and whose first status waits.
-    deferred: Mutex<HashSet<String>>,
+    /// UIDs of sessions whose children exist and whose first status waits,
+    /// with when this process first deferred it.
+    deferred: Mutex<HashMap<String, Instant>>,
 }
 
 /// Counts one first reconcile until dropped.
@@ -68,23 +72,26 @@ impl Burst {
         First(self)
     }
 
-    /// Whether a session `age` old, in its first reconcile, should leave
-    /// its first status for later: other first reconciles are under way,
-    /// and it is young enough.
-    pub fn yields(&self, age: Duration) -> bool {
-        age < MAX_DELAY && self.first.load(Ordering::Relaxed) > 1
+    /// Whether the session `uid`, `age` old by the API server's clock,
+    /// should leave its first status for later: other first reconciles are
+    /// under way, it is young enough, and it has not waited [`MAX_DELAY`]
+    /// here already.
+    pub fn yields(&self, uid: &str, age: Duration) -> bool {
+        let waited = self.deferred.lock().ok().and_then(|d| d.get(uid).map(Instant::elapsed)).unwrap_or_default();
+        age < MAX_DELAY && waited < MAX_DELAY && self.first.load(Ordering::Relaxed) > 1
     }
 
-    /// The children of `uid` exist; its first status waits.
+    /// The children of `uid` exist; its first status waits (since now, the
+    /// first time).
     pub fn defer(&self, uid: &str) {
         if let Ok(mut deferred) = self.deferred.lock() {
-            deferred.insert(uid.to_owned());
+            deferred.entry(uid.to_owned()).or_insert_with(Instant::now);
         }
     }
 
     /// Whether the first status of `uid` waits (its children exist).
     pub fn is_deferred(&self, uid: &str) -> bool {
-        self.deferred.lock().is_ok_and(|d| d.contains(uid))
+        self.deferred.lock().is_ok_and(|d| d.contains_key(uid))
     }
 
     /// `uid` has a status now, or is going away.
@@ -104,13 +111,31 @@ mod tests {
         let burst = Burst::default();
         let young = Duration::from_secs(1);
         let mine = burst.begin();
-        assert!(!burst.yields(young), "a session made alone: nothing yields");
+        assert!(!burst.yields("u", young), "a session made alone: nothing yields");
         let other = burst.begin();
-        assert!(burst.yields(young));
-        assert!(!burst.yields(MAX_DELAY), "old enough: written whatever is under way");
+        assert!(burst.yields("u", young));
+        assert!(!burst.yields("u", MAX_DELAY), "old enough: written whatever is under way");
         drop(other);
-        assert!(!burst.yields(young), "the other one is done");
+        assert!(!burst.yields("u", young), "the other one is done");
         drop(mine);
+    }
+
+    #[test]
+    fn a_clock_behind_the_servers_does_not_stretch_the_wait() {
+        let burst = Burst::default();
+        let (_mine, _other) = (burst.begin(), burst.begin());
+        // The operator's clock runs behind: the session looks new for ever.
+        let seen_as = Duration::ZERO;
+        burst.defer("u");
+        assert!(burst.yields("u", seen_as));
+        // Deferred MAX_DELAY ago by this process's own clock: written now.
+        if let Ok(mut deferred) = burst.deferred.lock() {
+            deferred.insert("u".into(), Instant::now() - MAX_DELAY);
+        }
+        assert!(!burst.yields("u", seen_as));
+        // A second defer keeps the first time.
+        burst.defer("u");
+        assert!(!burst.yields("u", seen_as));
     }
 
     #[test]

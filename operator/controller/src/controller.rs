@@ -221,7 +221,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // Its children exist and a burst still waits: its first status too,
     // unless its Pod has news (Ready, failed, ended).
     let deferred = bs.status.is_none() && ctx.burst.is_deferred(uid);
-    if deferred && ctx.burst.yields(age) && burst::may_wait(deferred_browser_phase(&caches, &bs)) {
+    if deferred && ctx.burst.yields(uid, age) && burst::may_wait(deferred_browser_phase(&caches, &bs)) {
         return Ok(Action::requeue(burst::RETRY));
     }
     let session_id = Identity::of(&bs)?;
@@ -331,7 +331,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         }
     };
     // In a burst the first status waits (the Pod is made either way).
-    let yields = at_once && ctx.burst.yields(age);
+    let yields = at_once && ctx.burst.yields(uid, age);
     let report = async {
         if yields {
             return Ok(());
