@@ -10,6 +10,7 @@ mod pool;
 mod properties;
 mod reconcile;
 mod recovery;
+mod refusals;
 mod writes;
 
 use k8s_openapi::api::core::v1::Pod;

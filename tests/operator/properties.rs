@@ -220,9 +220,9 @@ async fn every_admitted_spec_builds_children_the_api_server_accepts() -> anyhow:
                         continue;
                     }
                 };
-                let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None };
+                let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None };
                 let computed = status::compute(&stored, &id, observed, &settings().egress, Timestamp::now());
-                let status_ok = computed.conditions.len() == 7;
+                let status_ok = computed.conditions.len() == 8;
                 let applied = async {
                     dry_apply(&client, n, children.launch_secret.as_ref()).await?;
                     dry_apply(&client, n, Some(&children.runtime_config)).await?;

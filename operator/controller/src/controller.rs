@@ -284,23 +284,47 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // A Pod to create is created beside the status write that names it:
     // the status of a Pod just created is that of the Pod as built (no
     // status yet), and a reconcile holds its slot one round trip less.
-    let placed = match pooled.as_ref().map(|p| &p.source) {
-        Some(Source::Claimed(pod)) if early => PodState::Exists(Box::new((**pod).clone())),
-        Some(Source::Claimed(pod)) => {
-            missing.extend(settle_claim(target, session, id, pod, &children, fresh_claim).await?);
-            PodState::Exists(Box::new((**pod).clone()))
-        }
-        _ if at_once => PodState::ToCreate,
-        // Its first reconcile made the Pod (its status waited for a
-        // burst): until the watch shows it, it is the Pod as built. (Shown
-        // and gone since: deleted, and made again below.)
-        _ if deferred && caches.created_pods.awaits(&id.namespace, &children.pod.name_any()) => {
-            apply::apply_all_but_the_pod(target, &children, apply::Seen::Before).await?;
-            PodState::Exists(Box::new(children.pod.clone()))
-        }
-        _ => {
-            let recorded = bs.status.as_ref().is_some_and(|s| s.pod_name.is_some());
-            apply::apply_children(target, &children, create_pod, recorded).await?
+    let claimed = match pooled.as_ref().map(|p| &p.source) {
+        Some(Source::Claimed(pod)) => Some(&**pod),
+        _ => None,
+    };
+    let applied: Result<PodState> = async {
+        Ok(match claimed {
+            Some(pod) if early => PodState::Exists(Box::new(pod.clone())),
+            Some(pod) => {
+                missing.extend(settle_claim(target, session, id, pod, &children, fresh_claim).await?);
+                PodState::Exists(Box::new(pod.clone()))
+            }
+            None if at_once => PodState::ToCreate,
+            // Its first reconcile made the Pod (its status waited for a
+            // burst): until the watch shows it, it is the Pod as built. (Shown
+            // and gone since: deleted, and made again below.)
+            None if deferred && caches.created_pods.awaits(&id.namespace, &children.pod.name_any()) => {
+                apply::apply_all_but_the_pod(target, &children, apply::Seen::Before).await?;
+                PodState::Exists(Box::new(children.pod.clone()))
+            }
+            None => {
+                let recorded = bs.status.as_ref().is_some_and(|s| s.pod_name.is_some());
+                apply::apply_children(target, &children, create_pod, recorded).await?
+            }
+        })
+    }
+    .await;
+    // A child the API server refuses for good (a quota, an admission
+    // policy) is said in the status, with the Pod as it really is, and the
+    // error still goes to the backoff: the status never freezes.
+    let (placed, refusal) = match applied {
+        Ok(placed) => (placed, None),
+        Err(error) => {
+            let Some(refused) = error.refused_child() else { return Err(error) };
+            let real = match claimed {
+                Some(pod) => PodState::Exists(Box::new(pod.clone())),
+                None => caches
+                    .pods
+                    .get(&id.namespace, &children.pod.name_any())
+                    .map_or(PodState::Absent, |p| PodState::Exists(Box::new(p.to_pod()))),
+            };
+            (real, Some((refused, error)))
         }
     };
     let pod = match &placed {
@@ -315,7 +339,8 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     if pod.and_then(room::plan::waits_for_room).is_some() {
         ctx.room.wake();
     }
-    let observed = Observed { missing: &missing, pod, recovery: &recovery };
+    let refused = refusal.as_ref().map(|(refused, _)| refused);
+    let observed = Observed { missing: &missing, pod, recovery: &recovery, refused };
     let mut new = status::compute(session, id, observed, &ctx.settings.egress, now);
     if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
         status::pool::record_source(&mut new, &pool_ref.name, &pooled.source, now);
@@ -341,7 +366,22 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     };
     let (written, placed) = futures::join!(report, place);
     written?;
-    placed?;
+    if let Err(error) = placed {
+        if let Some(refused) = error.refused_child() {
+            // The status just written (or deferred) named a Pod the API
+            // server did not take: say what it refused instead.
+            let observed = Observed { missing: &missing, pod: None, recovery: &recovery, refused: Some(&refused) };
+            let mut again = status::compute(session, id, observed, &ctx.settings.egress, now);
+            if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
+                status::pool::record_source(&mut again, &pool_ref.name, &pooled.source, now);
+            }
+            write_status(&ctx, &bs, id, again).await?;
+        }
+        return Err(error);
+    }
+    if let Some((_, error)) = refusal {
+        return Err(error);
+    }
     if yields {
         ctx.burst.defer(uid);
         ctx.failures.clear(&key(&bs));
@@ -404,7 +444,7 @@ async fn refuse(
     refusal: &Refusal,
     now: Timestamp,
 ) -> Result<Action> {
-    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None };
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None };
     let mut new = status::compute(bs, id, observed, &ctx.settings.egress, now);
     let previous = bs.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
     status::pool::refuse(&mut new, refusal, &previous, now);
@@ -417,7 +457,7 @@ async fn refuse(
 /// Pending status that names the pool, and a wake-up when a Pod of the
 /// pool is ready ([`claim::wake`]).
 async fn wait(ctx: &Context, bs: &BrowserSession, pool: &str, pooled: &Pooled, now: Timestamp) -> Result<Action> {
-    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None };
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None };
     let mut new = status::compute(&pooled.session, &pooled.id, observed, &ctx.settings.egress, now);
     status::pool::record_source(&mut new, pool, &pooled.source, now);
     write_status(ctx, bs, &pooled.id, new).await?;

@@ -67,6 +67,21 @@ impl Error {
         }
     }
 
+    /// The API server's refusal of a child this error is, if it is one: a
+    /// write answered 400, 403 (a ResourceQuota, RBAC) or 422 (an admission
+    /// policy), which retrying as is will not fix until someone changes the
+    /// cluster. Conflicts, missing objects and transport errors are not.
+    pub fn refused_child(&self) -> Option<crate::status::Refused> {
+        let Self::Kube { action, kind, name, source, .. } = self else { return None };
+        let kube::Error::Api(status) = source.as_ref() else { return None };
+        let writes = !matches!(*action, "get" | "list");
+        (writes && matches!(status.code, 400 | 403 | 422)).then(|| crate::status::Refused {
+            kind,
+            name: name.clone(),
+            message: status.message.clone(),
+        })
+    }
+
     /// A short label for the failure counter.
     pub fn metric_label(&self) -> &'static str {
         match self {
@@ -77,5 +92,31 @@ impl Error {
             Self::Panicked(_) => "panic",
             Self::NotLeader => "not_leader",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(action: &'static str, code: u16) -> Error {
+        let status: kube::core::Status =
+            serde_json::from_value(serde_json::json!({"code": code, "message": format!("said with {code}")}))
+                .expect("status");
+        Error::kube(action, "NetworkPolicy", "ns", "s-isolate")(kube::Error::Api(Box::new(status)))
+    }
+
+    #[test]
+    fn only_a_lasting_refusal_of_a_write_is_a_refused_child() {
+        for code in [400, 403, 422] {
+            let refused = api_error("apply", code).refused_child().expect("refused");
+            assert_eq!((refused.kind, refused.name.as_str()), ("NetworkPolicy", "s-isolate"));
+            assert_eq!(refused.message, format!("said with {code}"));
+        }
+        for code in [404, 409, 429, 500, 503] {
+            assert_eq!(api_error("apply", code).refused_child(), None, "{code} is not lasting");
+        }
+        assert_eq!(api_error("get", 403).refused_child(), None, "a read is not a child refused");
+        assert_eq!(Error::NotLeader.refused_child(), None);
     }
 }

@@ -168,6 +168,11 @@ pub mod condition {
     pub const SANDBOX_ENFORCED: &str = "SandboxEnforced";
     /// The egress policy in force: reason = mode, message = what the browser may reach.
     pub const EGRESS_POLICY: &str = "EgressPolicy";
+    /// Every object the operator makes for the session is as it wants it:
+    /// False (reason `ChildRefused`) names the child the API server refused
+    /// and its message (a ResourceQuota, an admission policy), retried with
+    /// backoff until it is accepted.
+    pub const CHILDREN_APPLIED: &str = "ChildrenApplied";
     /// For a session with `spec.pool`: True when its browser is a warm Pod
     /// claimed from the pool; False (with the reason) when it started cold.
     pub const POOL_CLAIMED: &str = "PoolClaimed";

@@ -27,7 +27,23 @@ pub struct Observed<'a> {
     pub pod: Option<&'a Pod>,
     /// What the recovery phase decided (and the reconcile did) about it.
     pub recovery: &'a Recovery,
+    /// A child the API server refused this reconcile, if one was.
+    pub refused: Option<&'a Refused>,
 }
+
+/// A child the API server refused to take (see [`crate::Error::refused_child`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// Its kind.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// The API server's message.
+    pub message: String,
+}
+
+/// The reason of `ChildrenApplied=False`, and of `Ready` while it is.
+pub const CHILD_REFUSED: &str = "ChildRefused";
 
 /// A condition before timestamps are settled.
 struct Cond {
@@ -316,6 +332,28 @@ pub fn compute(
     if !resolved.ok {
         phase = Phase::Failed;
     }
+    let applied = match observed.refused {
+        None => Cond::new(
+            condition::CHILDREN_APPLIED,
+            true,
+            "Applied",
+            "every object of the session is as the operator wants it",
+        ),
+        Some(r) => Cond::new(
+            condition::CHILDREN_APPLIED,
+            false,
+            CHILD_REFUSED,
+            format!(
+                "the API server refused {} {}: {}; retried with backoff until it is accepted",
+                r.kind, r.name, r.message
+            ),
+        ),
+    };
+    // The real Pod's phase, but never Ready while the session lacks a child
+    // (without its NetworkPolicy a Pod has no network at all).
+    if !applied.ok && phase == Phase::Ready {
+        phase = if was_up { Phase::Degraded } else { Phase::Starting };
+    }
     let viewer = if spec.viewer.enabled {
         if browser.ok {
             Cond::new(
@@ -343,7 +381,7 @@ pub fn compute(
     // applied; whether the cluster's network plugin enforces it is its own.
     let mode = spec.network.egress.mode;
     let egress = Cond::new(condition::EGRESS_POLICY, true, mode.as_str(), egress_summary(&spec.network.egress, egress));
-    let ready_ok = resolved.ok && browser.ok && (viewer.ok || !spec.viewer.enabled);
+    let ready_ok = resolved.ok && applied.ok && browser.ok && (viewer.ok || !spec.viewer.enabled);
     let ready = if ready_ok {
         Cond::new(
             condition::READY,
@@ -352,11 +390,11 @@ pub fn compute(
             "drive it with playwright-cli; view it through the port-forward command",
         )
     } else {
-        let first = [&resolved, &scheduled, &browser].into_iter().find(|c| !c.ok).unwrap_or(&browser);
+        let first = [&resolved, &applied, &scheduled, &browser].into_iter().find(|c| !c.ok).unwrap_or(&browser);
         Cond::new(condition::READY, false, first.reason.clone(), first.message.clone())
     };
     let generation = bs.metadata.generation;
-    let conditions = [ready, resolved, scheduled, browser, viewer, sandbox, egress]
+    let conditions = [ready, resolved, applied, scheduled, browser, viewer, sandbox, egress]
         .into_iter()
         .map(|c| settle(c, previous, generation, now))
         .collect();

@@ -145,9 +145,9 @@ proptest! {
         let bs = session(previous, sandbox_disabled, viewer);
         let id = Identity::of(&bs).expect("identity");
         let now = "2026-11-29T12:00:00Z".parse().expect("ts");
-        let observed = Observed { missing: &[], pod: pod.as_ref(), recovery: &recovery };
+        let observed = Observed { missing: &[], pod: pod.as_ref(), recovery: &recovery, refused: None };
         let status = compute(&bs, &id, observed, &EgressDefaults::default(), now);
-        prop_assert_eq!(status.conditions.len(), 7, "one of each condition type");
+        prop_assert_eq!(status.conditions.len(), 8, "one of each condition type");
         for c in &status.conditions {
             prop_assert!(is_condition_reason(&c.reason), "reason {:?} of {}", c.reason, c.type_);
             prop_assert!(c.message.len() <= CONDITION_MESSAGE_MAX_BYTES, "{} bytes in {}", c.message.len(), c.type_);

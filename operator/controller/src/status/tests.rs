@@ -41,7 +41,13 @@ fn now() -> Timestamp {
 
 fn run(bs: &BrowserSession, missing: &[MissingReference], pod: Option<&Pod>) -> BrowserSessionStatus {
     let id = Identity::of(bs).expect("id");
-    compute(bs, &id, Observed { missing, pod, recovery: &Recovery::None }, &EgressDefaults::default(), now())
+    compute(
+        bs,
+        &id,
+        Observed { missing, pod, recovery: &Recovery::None, refused: None },
+        &EgressDefaults::default(),
+        now(),
+    )
 }
 
 fn cond<'a>(s: &'a BrowserSessionStatus, t: &str) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
@@ -84,6 +90,37 @@ fn unschedulable_pod_says_why() {
     let ready = cond(&s, condition::READY);
     assert_eq!(ready.reason, "Unschedulable");
     assert!(ready.message.contains("insufficient memory"));
+}
+
+#[test]
+fn a_refused_child_is_said_and_the_session_is_not_ready_whatever_its_pod() {
+    let mut bs = session(json!({"image": "i"}));
+    let id = Identity::of(&bs).expect("id");
+    let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+        "containerStatuses": [{"name": "browser", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"running": {}}}]}));
+    let refused = super::Refused {
+        kind: "NetworkPolicy",
+        name: "demo-isolate".into(),
+        message: "networkpolicies.networking.k8s.io \"demo-isolate\" is forbidden: exceeded quota: np".into(),
+    };
+    let with = |bs: &BrowserSession, refused: Option<&super::Refused>| {
+        let observed = Observed { missing: &[], pod: Some(&p), recovery: &Recovery::None, refused };
+        compute(bs, &id, observed, &EgressDefaults::default(), now())
+    };
+    let s = with(&bs, Some(&refused));
+    let applied = cond(&s, condition::CHILDREN_APPLIED);
+    assert_eq!((applied.status.as_str(), applied.reason.as_str()), ("False", super::CHILD_REFUSED));
+    assert!(applied.message.contains("NetworkPolicy demo-isolate") && applied.message.contains("exceeded quota"));
+    let ready = cond(&s, condition::READY);
+    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", super::CHILD_REFUSED));
+    assert_eq!(s.phase, Some(Phase::Starting), "its Pod runs, but it never was Ready");
+    assert_eq!(s.pod_name.as_deref(), Some("demo-browser"), "the real Pod is named");
+    // Once up, a refusal is a degradation; once accepted, Ready again.
+    bs.status = Some(with(&bs, None));
+    assert_eq!(bs.status.as_ref().and_then(|s| s.phase), Some(Phase::Ready));
+    assert_eq!(cond(bs.status.as_ref().expect("status"), condition::CHILDREN_APPLIED).status, "True");
+    assert_eq!(with(&bs, Some(&refused)).phase, Some(Phase::Degraded));
 }
 
 #[test]
@@ -199,7 +236,7 @@ fn transition_time_is_kept_while_status_is_unchanged() {
     let mut bs = session(json!({"image": "i"}));
     let earlier: Timestamp = "2026-11-29T11:00:00Z".parse().expect("ts");
     let id = Identity::of(&bs).expect("id");
-    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None };
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None };
     bs.status = Some(compute(&bs, &id, observed, &EgressDefaults::default(), earlier));
     let s = run(&bs, &[], None);
     assert_eq!(cond(&s, condition::READY).last_transition_time, Time(earlier));
@@ -220,7 +257,7 @@ fn running(ready: bool, restarts: i32) -> Pod {
 /// Reconciles `bs` against `pod` at `at`, keeping the status as the operator would.
 fn step(bs: &mut BrowserSession, pod: &Pod, at: &str) -> BrowserSessionStatus {
     let id = Identity::of(bs).expect("id");
-    let observed = Observed { missing: &[], pod: Some(pod), recovery: &Recovery::None };
+    let observed = Observed { missing: &[], pod: Some(pod), recovery: &Recovery::None, refused: None };
     let s = compute(bs, &id, observed, &EgressDefaults::default(), at.parse().expect("ts"));
     bs.status = Some(s.clone());
     s
