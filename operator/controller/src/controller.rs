@@ -246,7 +246,10 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         None => None,
         Some(pool_ref) => {
             let started = Instant::now();
-            let resolved = claim::resolve(target, &bs, &session_id, pool_ref, &ctx.settings, untouched).await?;
+            let resolved = match claim::resolve(target, &bs, &session_id, pool_ref, &ctx.settings, untouched).await {
+                Ok(resolved) => resolved,
+                Err(error) => return refused_before_placing(&ctx, &bs, &session_id, error, now).await,
+            };
             if let Some(result) = outcome::attempt(&resolved) {
                 ctx.metrics.claim_decided(result.as_str(), started.elapsed().as_secs_f64());
             }
@@ -433,6 +436,28 @@ async fn settle_claim(
         apply::apply_all_but_the_pod(target, children, apply::Seen::Before).await?;
     }
     claim::deliver::deliver(target, session, id, pod, &children.runtime_config).await
+}
+
+/// A pooled session whose claim the API server refused a child (its
+/// NetworkPolicy or viewer Service): its status says so, with no Pod yet
+/// (a Pod the claim took meanwhile is found as the session's next time),
+/// then the error backs off. Any other error just backs off.
+async fn refused_before_placing(
+    ctx: &Context,
+    bs: &BrowserSession,
+    id: &Identity,
+    error: Error,
+    now: Timestamp,
+) -> Result<Action> {
+    let Some(refused) = error.refused_child() else { return Err(error) };
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: Some(&refused) };
+    let mut new = status::compute(bs, id, observed, &ctx.settings.egress, now);
+    // What it said of its pool stays.
+    let previous = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+    new.conditions.extend(previous.iter().filter(|c| c.type_ == condition::POOL_CLAIMED).cloned());
+    new.pool = bs.status.as_ref().and_then(|s| s.pool.clone());
+    write_status(ctx, bs, id, new).await?;
+    Err(error)
 }
 
 /// A pooled session that cannot run: its status says why; the pool (not
