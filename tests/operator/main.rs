@@ -3,6 +3,7 @@
 
 mod admission;
 mod baseline;
+mod churn;
 mod claims;
 mod hostile;
 mod leader;

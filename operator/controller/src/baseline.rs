@@ -47,6 +47,23 @@ impl Baselines {
         apply::ensure(to, stamped).await.map(drop)
     }
 
+    /// Forgets every namespace `keep` does not name (no session left in it).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        if let Ok(mut namespaces) = self.0.lock() {
+            namespaces.retain(|ns, _| keep(ns));
+        }
+    }
+
+    /// Namespaces remembered.
+    pub fn len(&self) -> usize {
+        self.0.lock().map(|n| n.len()).unwrap_or(0)
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     fn of(&self, namespace: &str) -> Result<Arc<Namespace>> {
         let build = || -> Result<Arc<Namespace>> {
             let stamped = apply::stamp(&children::baseline_policy(namespace))?;

@@ -100,6 +100,18 @@ impl Burst {
             deferred.remove(uid);
         }
     }
+
+    /// Forgets every session `keep` does not name (they are gone).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        if let Ok(mut deferred) = self.deferred.lock() {
+            deferred.retain(|uid, _| keep(uid));
+        }
+    }
+
+    /// Sessions whose first status waits.
+    pub fn deferred(&self) -> usize {
+        self.deferred.lock().map(|d| d.len()).unwrap_or(0)
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The reconciler: validate → build → apply → status, wired to kube-rs's
 //! `Controller` watching BrowserSessions and the children they own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,7 @@ use crate::claim::{self, Pooled, Refusal, Source};
 use crate::error::{Error, Result};
 use crate::guard::{self, Failures};
 use crate::leader::Fence;
-use crate::metrics::{Metrics, PhaseLabels};
+use crate::metrics::{Metrics, PhaseLabels, TrackedLabels};
 use crate::recovery::{self, Recovery, RecoveryBudget};
 use crate::room::{self, Room};
 use crate::status::{self, Observed};
@@ -105,6 +105,29 @@ impl Context {
     /// Publishes an Event about any object (the room loop's, about pools).
     pub(crate) async fn publish_about(&self, object: &ObjectReference, type_: EventType, reason: &str, note: String) {
         guard::publish(&self.recorder, &self.fence, object, type_, reason, note).await;
+    }
+
+    /// Forgets what the records hold of sessions (by UID) and namespaces
+    /// no longer there.
+    fn forget_all_but(&self, uids: &HashSet<String>, namespaces: &HashSet<String>) {
+        self.written.retain(|uid| uids.contains(uid));
+        self.burst.retain(|uid| uids.contains(uid));
+        self.failures.retain(|uid| uids.contains(uid));
+        self.baselines.retain(|ns| namespaces.contains(ns));
+    }
+
+    /// Sets the `tracked_objects` gauges.
+    fn report_tracked(&self) {
+        let sizes = [
+            ("written", self.written.pending()),
+            ("deferred", self.burst.deferred()),
+            ("failing", self.failures.len()),
+            ("baselines", self.baselines.len()),
+        ];
+        for (record, n) in sizes {
+            let gauge = self.metrics.tracked.get_or_create(&TrackedLabels { record: record.to_owned() });
+            gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 
     pub(crate) fn caches(&self) -> Arc<Caches> {
@@ -566,8 +589,10 @@ async fn recover(
     Ok(())
 }
 
+/// A session's key in the per-object records: its UID (a later session of
+/// the same name starts afresh).
 fn key(bs: &BrowserSession) -> String {
-    format!("{}/{}", bs.namespace().unwrap_or_default(), bs.name_any())
+    bs.meta().uid.clone().unwrap_or_else(|| format!("{}/{}", bs.namespace().unwrap_or_default(), bs.name_any()))
 }
 
 /// Exponential backoff per object, 1 s doubling to 5 minutes; an Event says why.
@@ -583,19 +608,31 @@ pub fn error_policy(bs: Arc<BrowserSession>, error: &Error, ctx: Arc<Context>) -
     guard::backoff(attempts)
 }
 
-/// Keeps the sessions-by-phase gauge in step with the controllers' caches.
-async fn count_phases(stores: Vec<Store<BrowserSession>>, metrics: Arc<Metrics>) {
+/// Every 5 s: the sessions-by-phase gauge from the controllers' caches, and
+/// the per-object records cut to the sessions that exist. Without a
+/// finalizer a delete never reaches a reconcile, and a watch that relists
+/// reports no delete at all; this sweep sees both.
+async fn keep_books(stores: Vec<Store<BrowserSession>>, ctx: Arc<Context>) {
     loop {
         let mut counts: HashMap<&'static str, i64> = Phase::ALL.iter().map(|p| (p.as_str(), 0)).collect();
+        let mut uids = HashSet::new();
+        let mut namespaces = HashSet::new();
         for store in &stores {
             for bs in store.state() {
                 let phase = bs.status.as_ref().and_then(|s| s.phase).unwrap_or(Phase::Pending);
                 *counts.entry(phase.as_str()).or_default() += 1;
+                uids.insert(key(&bs));
+                namespaces.insert(bs.namespace().unwrap_or_default());
             }
         }
         for (phase, n) in counts {
-            metrics.sessions.get_or_create(&PhaseLabels { phase: phase.to_owned() }).set(n);
+            ctx.metrics.sessions.get_or_create(&PhaseLabels { phase: phase.to_owned() }).set(n);
         }
+        // Only from caches that hold their first list: an empty cache is not "all gone".
+        if stores.iter().all(|s| matches!(futures::FutureExt::now_or_never(s.wait_until_ready()), Some(Ok(())))) {
+            ctx.forget_all_but(&uids, &namespaces);
+        }
+        ctx.report_tracked();
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
 }
@@ -805,7 +842,7 @@ pub async fn run_with<R, F>(
             }
         })
     });
-    let _counter = AbortOnDropHandle::new(tokio::spawn(count_phases(stores, ctx.metrics.clone())));
+    let _books = AbortOnDropHandle::new(tokio::spawn(keep_books(stores, ctx.clone())));
     let _shutdown = AbortOnDropHandle::new(tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);

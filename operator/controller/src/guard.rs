@@ -39,7 +39,8 @@ pub async fn catch_panics(reconcile: impl Future<Output = Result<Action>>, metri
     }
 }
 
-/// Consecutive failed reconciles per object (`namespace/name`).
+/// Consecutive failed reconciles per object (its UID, so a later object of
+/// the same name starts afresh).
 #[derive(Debug, Default)]
 pub struct Failures(Mutex<HashMap<String, u32>>);
 
@@ -64,6 +65,23 @@ impl Failures {
     /// Ends `key`'s streak (a reconcile succeeded).
     pub fn clear(&self, key: &str) {
         self.0.lock().map(|mut f| f.remove(key)).ok();
+    }
+
+    /// Forgets every object `keep` does not name (they are gone).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        if let Ok(mut f) = self.0.lock() {
+            f.retain(|key, _| keep(key));
+        }
+    }
+
+    /// Objects with a failing streak.
+    pub fn len(&self) -> usize {
+        self.0.lock().map(|f| f.len()).unwrap_or(0)
+    }
+
+    /// Whether none is failing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 

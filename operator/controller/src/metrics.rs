@@ -23,6 +23,13 @@ pub struct PhaseLabels {
     pub phase: String,
 }
 
+/// Label of the operator's own bookkeeping gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TrackedLabels {
+    /// Which record: `written`, `deferred`, `failing`, `baselines`.
+    pub record: String,
+}
+
 /// Label of the pool gauge.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PoolStateLabels {
@@ -74,6 +81,8 @@ pub struct Metrics {
     pub sessions_waiting_for_room: Gauge,
     /// Warm Pods deleted to make room for sessions.
     pub warm_pods_yielded: Counter,
+    /// Entries in the session controller's per-object records, by record.
+    pub tracked: Family<TrackedLabels, Gauge>,
     registry: Registry,
 }
 
@@ -91,6 +100,7 @@ impl Default for Metrics {
         let pool_wait = Family::<ClaimLabels, Histogram>::new_with_constructor(claim_histogram as fn() -> _);
         let sessions_waiting_for_room = Gauge::default();
         let warm_pods_yielded = Counter::default();
+        let tracked = Family::<TrackedLabels, Gauge>::default();
         registry.register("reconciles", "BrowserSession reconciles started", reconciles.clone());
         registry.register("reconcile_errors", "BrowserSession reconciles that failed, by error", failures.clone());
         registry.register(
@@ -118,6 +128,11 @@ impl Default for Metrics {
             sessions_waiting_for_room.clone(),
         );
         registry.register(
+            "tracked_objects",
+            "Entries in the operator's per-object records (written statuses, deferred first statuses, failing objects, namespace baselines); they follow what exists",
+            tracked.clone(),
+        );
+        registry.register(
             "warm_pods_yielded",
             "Warm pool Pods deleted to make room for sessions",
             warm_pods_yielded.clone(),
@@ -134,6 +149,7 @@ impl Default for Metrics {
             pool_wait,
             sessions_waiting_for_room,
             warm_pods_yielded,
+            tracked,
             registry,
         }
     }

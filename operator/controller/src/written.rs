@@ -154,6 +154,13 @@ impl Written {
         }
     }
 
+    /// Forgets every session `keep` does not name (they are gone).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        if let Ok(mut map) = self.records.lock() {
+            map.retain(|uid, _| keep(uid));
+        }
+    }
+
     /// How many writes the cache has not caught up with, or whose echo
     /// has not been heard (for tests).
     pub fn pending(&self) -> usize {
