@@ -5,6 +5,7 @@ mod admission;
 mod baseline;
 mod churn;
 mod claims;
+mod drift;
 mod hostile;
 mod leader;
 mod pool;

@@ -85,8 +85,41 @@ async fn apply_stamped<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<K> 
         hand_over(to, &applied, adopted).await?;
         applied = server_side_apply(to, obj).await?;
     }
+    if !cache::matches_exactly(&applied, obj) {
+        applied = put_back(to, &applied, obj).await?;
+    }
     remember(to, &applied);
     Ok(applied)
+}
+
+/// Writes `obj`'s values under `K::EXACT` over `live`'s, unless it changed
+/// since: what another field manager added there (a hand edit) survives a
+/// server-side apply, which removes only its own manager's fields.
+async fn put_back<K: Cached + Child>(to: Target<'_>, live: &K, obj: &K) -> Result<K> {
+    let Target { client, fence, namespace, .. } = to;
+    if !fence.is_open() {
+        return Err(Error::NotLeader);
+    }
+    let name = live.name_any();
+    let kind = <K as k8s_openapi::Resource>::KIND;
+    let (have, want) = match (serde_json::to_value(live), serde_json::to_value(obj)) {
+        (Ok(have), Ok(want)) => (have, want),
+        (Err(source), _) | (_, Err(source)) => return Err(Error::Serialize { what: "a child", source }),
+    };
+    let mut ops =
+        vec![serde_json::json!({"op": "test", "path": "/metadata/resourceVersion", "value": live.resource_version()})];
+    for pointer in K::EXACT {
+        match (have.pointer(pointer).is_some(), want.pointer(pointer).filter(|v| !v.is_null())) {
+            (_, Some(value)) => ops.push(serde_json::json!({"op": "add", "path": pointer, "value": value})),
+            (true, None) => ops.push(serde_json::json!({"op": "remove", "path": pointer})),
+            (false, None) => {}
+        }
+    }
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops))
+        .map_err(|source| Error::Serialize { what: "a put-back patch", source })?;
+    let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    api.patch(&name, &params, &Patch::Json::<()>(patch)).await.map_err(Error::kube("put back", kind, namespace, &name))
 }
 
 /// Replaces `live`'s field managers with `entries`, unless it changed since.
@@ -210,7 +243,7 @@ async fn read_and_compare<K: Cached + Child>(to: Target<'_>, stamped: &K) -> Res
 
 /// Whether `live` is as `stamped` wants it; remembered when it is.
 fn compared<K: Cached>(to: Target<'_>, live: &K, stamped: &K) -> Found {
-    if !cache::matches(live, stamped) {
+    if !cache::matches_exactly(live, stamped) {
         return Found::Differs;
     }
     remember(to, live);

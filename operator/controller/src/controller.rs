@@ -731,6 +731,7 @@ fn controller_for(
         .applied_objects();
     let controller = Controller::for_stream(sessions, reader).with_config(config);
     let sessions = controller.store();
+    let in_namespace = controller.store();
     // Unclaimed pool Pods are the pool's, not a session's: a mapper, not
     // `owns`, wakes the sessions waiting on their pool when one is ready.
     // Cached: a claim picks from them without a round trip.
@@ -761,11 +762,30 @@ fn controller_for(
             &mut caches.config_maps,
         ))
         .owns_stream(cached_metas(api::<PartialObjectMeta<Service>>(client, namespace), owned(), &mut caches.services))
-        .owns_stream(cached_metas(
-            api::<PartialObjectMeta<NetworkPolicy>>(client, namespace),
-            owned(),
-            &mut caches.network_policies,
-        ))
+        // A session's policy wakes its owner; the namespace's baseline, which
+        // no session owns, wakes one session of its namespace, whose
+        // reconcile ensures it: edited or deleted, it is back within seconds.
+        .watches_stream(
+            cached_metas(
+                api::<PartialObjectMeta<NetworkPolicy>>(client, namespace),
+                owned(),
+                &mut caches.network_policies,
+            ),
+            move |policy: PartialObjectMeta<NetworkPolicy>| {
+                let ns = policy.namespace().unwrap_or_default();
+                let owner = policy
+                    .owner_references()
+                    .iter()
+                    .find(|o| o.controller == Some(true) && o.kind == "BrowserSession")
+                    .map(|o| ObjectRef::<BrowserSession>::new(&o.name).within(&ns));
+                owner.or_else(|| {
+                    (policy.name_any() == children::BASELINE_POLICY)
+                        .then(|| in_namespace.find(|s| s.namespace().as_deref() == Some(ns.as_str())))
+                        .flatten()
+                        .map(|s| ObjectRef::from_obj(&*s))
+                })
+            },
+        )
         .owns_stream(cached_metas(
             api::<PartialObjectMeta<PersistentVolumeClaim>>(client, namespace),
             owned(),

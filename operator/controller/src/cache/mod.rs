@@ -160,23 +160,34 @@ impl Caches {
 
 /// A child kind the operator applies and compares before it writes.
 pub trait Cached: Resource<DynamicType = ()> + Clone + serde::Serialize + 'static {
+    /// JSON pointers under which a live child must be exactly as built,
+    /// not merely hold every field built (see [`covers`]): there a field
+    /// added by hand changes what the child does (a rule added to a
+    /// NetworkPolicy, a selector narrowed, a key added to a Service's
+    /// selector or to the runtime ConfigMap).
+    const EXACT: &'static [&'static str] = &[];
+
     /// Its metadata cache, when the controller watches the kind.
     fn applied(caches: &Caches) -> Option<&Applied<Self>>;
 }
 
 macro_rules! cached {
-    ($kind:ty, $field:ident) => {
+    ($kind:ty, $field:ident, $exact:expr) => {
         impl Cached for $kind {
+            const EXACT: &'static [&'static str] = $exact;
+
             fn applied(caches: &Caches) -> Option<&Applied<Self>> {
                 Some(&caches.$field)
             }
         }
     };
 }
-cached!(ConfigMap, config_maps);
-cached!(Service, services);
-cached!(NetworkPolicy, network_policies);
-cached!(PersistentVolumeClaim, claims);
+cached!(ConfigMap, config_maps, &["/data", "/binaryData"]);
+cached!(Service, services, &["/spec/selector"]);
+// Every rule and selector; the API server adds nothing to a policy spec
+// the builders do not set already (ports carry their protocol).
+cached!(NetworkPolicy, network_policies, &["/spec"]);
+cached!(PersistentVolumeClaim, claims, &[]);
 
 /// Secrets are not watched (a watch needs list on every Secret in the
 /// cluster); the apply phase reads them instead.
@@ -191,6 +202,31 @@ pub fn matches<K: serde::Serialize>(live: &K, desired: &K) -> bool {
     match (serde_json::to_value(live), serde_json::to_value(desired)) {
         (Ok(live), Ok(desired)) => covers(&live, &desired),
         _ => false,
+    }
+}
+
+/// [`matches`], and under `K::EXACT` nothing more than `desired` either.
+pub fn matches_exactly<K: Cached>(live: &K, desired: &K) -> bool {
+    match (serde_json::to_value(live), serde_json::to_value(desired)) {
+        (Ok(live), Ok(desired)) => covers(&live, &desired) && exactly(&live, &desired, K::EXACT),
+        _ => false,
+    }
+}
+
+/// Whether `live` and `desired` hold the same under each of `pointers`
+/// (absent and null alike).
+pub fn exactly(live: &Value, desired: &Value, pointers: &[&str]) -> bool {
+    pointers.iter().all(|p| without_nulls(live.pointer(p)) == without_nulls(desired.pointer(p)))
+}
+
+fn without_nulls(value: Option<&Value>) -> Value {
+    match value {
+        None | Some(Value::Null) => Value::Null,
+        Some(Value::Object(map)) => Value::Object(
+            map.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), without_nulls(Some(v)))).collect(),
+        ),
+        Some(Value::Array(items)) => Value::Array(items.iter().map(|v| without_nulls(Some(v))).collect()),
+        Some(other) => other.clone(),
     }
 }
 
@@ -222,6 +258,24 @@ pub fn slim<K: Resource>(obj: &mut K) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn under_the_exact_pointers_an_addition_is_a_difference() {
+        let desired = json!({"spec": {"podSelector": {"matchLabels": {"s": "a"}}, "policyTypes": ["Egress"], "egress": null},
+            "metadata": {"name": "p"}});
+        let same = json!({"spec": {"podSelector": {"matchLabels": {"s": "a"}}, "policyTypes": ["Egress"]},
+            "metadata": {"name": "p", "uid": "u", "resourceVersion": "9"}});
+        assert!(covers(&same, &desired) && exactly(&same, &desired, &["/spec"]));
+        let opened = json!({"spec": {"podSelector": {"matchLabels": {"s": "a"}}, "policyTypes": ["Egress"],
+            "egress": [{}]}, "metadata": {"name": "p"}});
+        assert!(covers(&opened, &desired), "covering alone misses an added rule");
+        assert!(!exactly(&opened, &desired, &["/spec"]));
+        let narrowed =
+            json!({"spec": {"podSelector": {"matchLabels": {"s": "a", "x": "y"}}, "policyTypes": ["Egress"]}});
+        assert!(!exactly(&narrowed, &desired, &["/spec"]));
+        // Outside the pointers, additions stay allowed.
+        assert!(exactly(&opened, &desired, &["/metadata/name"]));
+    }
 
     #[test]
     fn server_additions_are_covered_and_edits_are_not() {
