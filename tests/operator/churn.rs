@@ -9,14 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::ensure;
-use k8s_openapi::api::core::v1::ResourceQuota;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams};
 use playpen_api::BrowserSession;
 use playpen_operator::metrics::{Metrics, TrackedLabels};
 use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
 use serde_json::json;
 
-use crate::{create, session};
+use crate::{create, one_network_policy_quota, session};
 
 const RECORDS: [&str; 4] = ["written", "deferred", "failing", "baselines"];
 
@@ -31,18 +30,9 @@ async fn records_of_sessions_go_with_them() -> anyhow::Result<()> {
     ensure_crd(&client).await?;
     let ns = TestNamespace::new(&client, "churn").await?;
     let n = ns.name.as_str();
-    // The baseline takes the one NetworkPolicy allowed: every session's own is
-    // refused, so each one also fails (and is retried) while it lives.
-    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), n);
-    let quota = json!({"metadata": {"name": "one-policy"},
-        "spec": {"hard": {"count/networkpolicies.networking.k8s.io": "1"}}});
-    quotas.create(&PostParams::default(), &serde_json::from_value(quota)?).await?;
-    eventually(Duration::from_secs(30), || async {
-        let hard = quotas.get("one-policy").await?.status.and_then(|s| s.hard).unwrap_or_default();
-        ensure!(!hard.is_empty(), "the quota is not counted yet");
-        Ok(())
-    })
-    .await?;
+    // Every session's own policy is refused, so each one also fails (and is
+    // retried) while it lives.
+    one_network_policy_quota(&client, n).await?;
     let op = RunningOperator::start(&client, n, None).await?;
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
     // The records' largest sizes, sampled while the sessions come and go.

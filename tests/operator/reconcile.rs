@@ -14,16 +14,12 @@ use playpen_api::BrowserSession;
 use playpen_tests::{client, ensure_crd, eventually, http_get, RunningOperator, TestNamespace};
 use serde_json::json;
 
-use crate::{after_scheduler_verdict, container, create, events_for, events_once, session};
+use crate::{after_scheduler_verdict, condition, container, create, events_for, events_once, session};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 async fn status_of(api: &Api<BrowserSession>, name: &str) -> anyhow::Result<playpen_api::BrowserSessionStatus> {
     api.get(name).await?.status.context("no status yet")
-}
-
-fn condition(s: &playpen_api::BrowserSessionStatus, t: &str) -> Option<(String, String, String)> {
-    s.conditions.iter().find(|c| c.type_ == t).map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
 #[tokio::test]

@@ -6,19 +6,14 @@
 use std::time::Duration;
 
 use anyhow::{ensure, Context as _};
-use k8s_openapi::api::core::v1::ResourceQuota;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams};
 use playpen_api::v1alpha1::condition;
 use playpen_api::BrowserSession;
 use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
 use serde_json::json;
 
-use crate::{create, session};
-
-fn condition_of(s: &playpen_api::BrowserSessionStatus, t: &str) -> Option<(String, String, String)> {
-    s.conditions.iter().find(|c| c.type_ == t).map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-}
+use crate::{condition, create, one_network_policy_quota, session};
 
 #[tokio::test]
 async fn a_child_refused_by_a_quota_is_in_the_status_until_the_quota_lifts() -> anyhow::Result<()> {
@@ -26,26 +21,15 @@ async fn a_child_refused_by_a_quota_is_in_the_status_until_the_quota_lifts() -> 
     ensure_crd(&client).await?;
     let ns = TestNamespace::new(&client, "quota").await?;
     let n = ns.name.as_str();
-    // One NetworkPolicy: the namespace's baseline takes it, the session's own is refused.
-    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), n);
-    let quota = json!({"metadata": {"name": "one-policy"},
-        "spec": {"hard": {"count/networkpolicies.networking.k8s.io": "1"}}});
-    quotas.create(&PostParams::default(), &serde_json::from_value(quota)?).await?;
-    // Enforced only once the quota controller has counted.
-    eventually(Duration::from_secs(30), || async {
-        let hard = quotas.get("one-policy").await?.status.and_then(|s| s.hard).unwrap_or_default();
-        ensure!(!hard.is_empty(), "the quota is not counted yet");
-        Ok(())
-    })
-    .await?;
+    let quotas = one_network_policy_quota(&client, n).await?;
     let _operator = RunningOperator::start(&client, n, None).await?;
     create(&client, n, session("q", json!({"image": "playpen/browser:test", "imagePullPolicy": "Never"}))).await?;
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
     let refused = eventually(Duration::from_secs(60), || async {
         let status = sessions.get("q").await?.status.context("no status yet")?;
-        let applied = condition_of(&status, condition::CHILDREN_APPLIED).context("no ChildrenApplied")?;
+        let applied = condition(&status, condition::CHILDREN_APPLIED).context("no ChildrenApplied")?;
         ensure!(applied.0 == "False" && applied.1 == "ChildRefused", "ChildrenApplied: {applied:?}");
-        let ready = condition_of(&status, condition::READY).context("no Ready")?;
+        let ready = condition(&status, condition::READY).context("no Ready")?;
         ensure!(ready.0 == "False" && ready.1 == "ChildRefused", "Ready: {ready:?}");
         Ok(applied.2)
     })
@@ -58,7 +42,7 @@ async fn a_child_refused_by_a_quota_is_in_the_status_until_the_quota_lifts() -> 
     let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), n);
     eventually(Duration::from_secs(120), || async {
         let status = sessions.get("q").await?.status.context("no status")?;
-        let applied = condition_of(&status, condition::CHILDREN_APPLIED).context("no ChildrenApplied")?;
+        let applied = condition(&status, condition::CHILDREN_APPLIED).context("no ChildrenApplied")?;
         ensure!(applied.0 == "True", "ChildrenApplied: {applied:?}");
         policies.get("q-isolate").await.context("the session's NetworkPolicy")?;
         Ok(())
