@@ -1,5 +1,18 @@
 //! The operator's typed errors. `anyhow` is used only in `main`.
 
+/// A child the API server refused to take (see [`Error::refused_child`]);
+/// the status names it (`crate::status`). Here, not there: the status
+/// module reads the validation phase, whose errors are these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// Its kind.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// The API server's message.
+    pub message: String,
+}
+
 /// Result with the operator's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -71,11 +84,11 @@ impl Error {
     /// write answered 400, 403 (a ResourceQuota, RBAC) or 422 (an admission
     /// policy), which retrying as is will not fix until someone changes the
     /// cluster. Conflicts, missing objects and transport errors are not.
-    pub fn refused_child(&self) -> Option<crate::status::Refused> {
+    pub fn refused_child(&self) -> Option<Refused> {
         let Self::Kube { action, kind, name, source, .. } = self else { return None };
         let kube::Error::Api(status) = source.as_ref() else { return None };
         let writes = !matches!(*action, "get" | "list");
-        (writes && matches!(status.code, 400 | 403 | 422)).then(|| crate::status::Refused {
+        (writes && matches!(status.code, 400 | 403 | 422)).then(|| Refused {
             kind,
             name: name.clone(),
             message: status.message.clone(),

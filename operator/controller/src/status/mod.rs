@@ -15,6 +15,7 @@ use playpen_api::v1alpha1::{
 use playpen_api::BrowserSession;
 
 use crate::children::{egress_summary, EgressDefaults, Identity};
+pub use crate::error::Refused;
 use crate::recovery::{self, Recovery};
 use crate::validate::MissingReference;
 
@@ -29,17 +30,6 @@ pub struct Observed<'a> {
     pub recovery: &'a Recovery,
     /// A child the API server refused this reconcile, if one was.
     pub refused: Option<&'a Refused>,
-}
-
-/// A child the API server refused to take (see [`crate::Error::refused_child`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
-    /// Its kind.
-    pub kind: &'static str,
-    /// Its name.
-    pub name: String,
-    /// The API server's message.
-    pub message: String,
 }
 
 /// The reason of `ChildrenApplied=False`, and of `Ready` while it is.
