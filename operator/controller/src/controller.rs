@@ -365,12 +365,16 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     if pod.and_then(room::plan::waits_for_room).is_some() {
         ctx.room.wake();
     }
-    let refused = refusal.as_ref().map(|(refused, _)| refused);
-    let observed = Observed { missing: &missing, pod, recovery: &recovery, refused };
-    let mut new = status::compute(session, id, observed, &ctx.settings.egress, now);
-    if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
-        status::pool::record_source(&mut new, &pool_ref.name, &pooled.source, now);
-    }
+    // The status for the Pod as it stands (and a refused child, if one was).
+    let status_of = |pod: Option<&Pod>, refused: Option<&status::Refused>| {
+        let observed = Observed { missing: &missing, pod, recovery: &recovery, refused };
+        let mut new = status::compute(session, id, observed, &ctx.settings.egress, now);
+        if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
+            status::pool::record_source(&mut new, &pool_ref.name, &pooled.source, now);
+        }
+        new
+    };
+    let new = status_of(pod, refusal.as_ref().map(|(refused, _)| refused));
     // Independent requests, at once: a reconcile holds one of the
     // controller's concurrency slots for as many round trips as it waits.
     let place = async {
@@ -396,12 +400,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         if let Some(refused) = error.refused_child() {
             // The status just written (or deferred) named a Pod the API
             // server did not take: say what it refused instead.
-            let observed = Observed { missing: &missing, pod: None, recovery: &recovery, refused: Some(&refused) };
-            let mut again = status::compute(session, id, observed, &ctx.settings.egress, now);
-            if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
-                status::pool::record_source(&mut again, &pool_ref.name, &pooled.source, now);
-            }
-            write_status(&ctx, &bs, id, again).await?;
+            write_status(&ctx, &bs, id, status_of(None, Some(&refused))).await?;
         }
         return Err(error);
     }
