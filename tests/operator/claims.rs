@@ -501,3 +501,110 @@ async fn a_session_on_an_empty_waiting_pool_stays_pending_until_a_ready_pod_wake
     ensure!(sample(&op, "playpen_pool_wait_seconds_count{result=\"cold\"}").await? == 1.0, "traced's cold start");
     Ok(())
 }
+
+/// `runtime.json` of the claimed Pod whose warm name is `warm`.
+async fn runtime_of(maps: &Api<ConfigMap>, warm: &str) -> anyhow::Result<RuntimeConfig> {
+    let map = maps.get(&format!("{warm}-runtime")).await?;
+    Ok(serde_json::from_str(map.data.as_ref().and_then(|d| d.get("runtime.json")).context("runtime.json")?)?)
+}
+
+/// Sets the session's idle timeout and waits until its runtime ConfigMap
+/// says it: proof that a reconcile after the change below ran to its end.
+async fn reconciled_since(
+    sessions: &Api<BrowserSession>,
+    maps: &Api<ConfigMap>,
+    warm: &str,
+    idle: i64,
+) -> anyhow::Result<RuntimeConfig> {
+    let patch = json!({"spec": {"idleTimeoutSeconds": idle}});
+    sessions.patch("task", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    eventually(WAIT, || async {
+        let runtime = runtime_of(maps, warm).await?;
+        ensure!(runtime.idle_timeout_seconds == Some(idle), "runtime.json not reconciled yet: {runtime:?}");
+        Ok(runtime)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_placed_session_keeps_its_template_when_the_pool_is_edited_or_deleted() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "keep").await?;
+    let n = ns.name.as_str();
+    let _op = RunningOperator::start(&client, n, None).await?;
+    create_pool(&client, n, "agents", 1).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    ready_warm_pods(&pods, "agents", 1).await?;
+    create(&client, n, session("task", json!({"pool": {"name": "agents"}}))).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let status = status_when(&sessions, "task", "claimed", |s| s.pool.as_ref().is_some_and(|p| p.claimed)).await?;
+    let pod_name = status.pod_name.clone().context("status.podName")?;
+    let pod = pods.get(&pod_name).await?;
+    let placed = status.pool.clone().context("status.pool")?;
+    let hash = pod.labels().get(playpen_api::naming::POOL_TEMPLATE_LABEL).cloned();
+    ensure!(placed.template_hash == hash, "recorded {:?}, the Pod runs {hash:?}", placed.template_hash);
+    let recorded = placed.template.clone().context("status.pool.template")?;
+    ensure!(recorded.image == "playpen/browser:pool", "{recorded:?}");
+    let warm = pod.annotations().get(WARM_NAME_ANNOTATION).context("warm name")?.clone();
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), n);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), n);
+    let services: Api<Service> = Api::namespaced(client.clone(), n);
+    let before = reconciled_since(&sessions, &maps, &warm, 600).await?;
+    let launch_before = secrets.get(&format!("{warm}-launch")).await?.data;
+    let ports_before = services.get("task-view").await?.spec.and_then(|s| s.ports);
+
+    // A pool edit of what a running browser cannot change: the claimed
+    // session's children stay as they were built at the claim.
+    let edit = json!({"spec": {"template": {"viewer": {"port": 9400}, "sandbox": "Disabled",
+        "snapshots": {"volume": {"emptyDir": {"sizeLimit": "2Gi"}}}}}});
+    let pools: Api<BrowserPool> = Api::namespaced(client.clone(), n);
+    pools.patch("agents", &PatchParams::default(), &Patch::Merge(&edit)).await?;
+    eventually(WAIT, || async {
+        let now = pools.get("agents").await?.status.and_then(|s| s.template_hash);
+        ensure!(now.is_some() && now != hash, "the pool has not taken its new template: {now:?}");
+        Ok(())
+    })
+    .await?;
+    let after = reconciled_since(&sessions, &maps, &warm, 601).await?;
+    let unchanged = RuntimeConfig { idle_timeout_seconds: before.idle_timeout_seconds, ..after.clone() };
+    ensure!(unchanged == before, "a pool edit changed the claimed session's runtime.json:\n{before:?}\n{after:?}");
+    ensure!(after.viewer_port == Some(9323), "{after:?}");
+    ensure!(secrets.get(&format!("{warm}-launch")).await?.data == launch_before, "the launch Secret changed");
+    ensure!(services.get("task-view").await?.spec.and_then(|s| s.ports) == ports_before, "the Service changed");
+    let status = sessions.get("task").await?.status.context("status")?;
+    ensure!(status.pool.as_ref() == Some(&placed), "the record changed: {:?}\nwas {placed:?}", status.pool);
+    ensure!(!status.conditions.iter().any(|c| c.type_ == "SandboxEnforced" && c.status == "False"), "sandbox");
+
+    // The pool deleted: the claimed session keeps its Pod, its status and its children.
+    pools.delete("agents", &DeleteParams::foreground()).await?;
+    eventually(WAIT, || async {
+        ensure!(pools.get_opt("agents").await?.is_none(), "the pool is still there");
+        Ok(())
+    })
+    .await?;
+    reconciled_since(&sessions, &maps, &warm, 602).await?;
+    let status = sessions.get("task").await?.status.context("status")?;
+    ensure!(status.pod_name.as_deref() == Some(pod_name.as_str()), "status.podName: {:?}", status.pod_name);
+    ensure!(status.phase != Some(playpen_api::v1alpha1::Phase::Failed), "{:?}: {:?}", status.phase, status.conditions);
+    ensure!(
+        !status.conditions.iter().any(|c| c.reason == "PoolNotFound"),
+        "a deleted pool failed a placed session: {:?}",
+        status.conditions
+    );
+    ensure!(pods.get(&pod_name).await?.metadata.deletion_timestamp.is_none(), "the claimed Pod is going");
+
+    // Its Pod lost (an eviction): the replacement starts cold from the record.
+    pods.delete(&pod_name, &DeleteParams::default().grace_period(0)).await?;
+    let status = status_when(&sessions, "task", "restarted cold", |s| {
+        s.pod_name.as_deref() == Some("task-browser") && s.pool.as_ref().is_some_and(|p| !p.claimed)
+    })
+    .await?;
+    let reason = pool_claimed(&status).context("PoolClaimed")?;
+    ensure!(reason.1 == "PoolEmpty" && reason.2.contains("recorded in status.pool"), "{reason:?}");
+    ensure!(status.pool.as_ref().and_then(|p| p.template.as_ref()) == Some(&recorded), "{:?}", status.pool);
+    let cold = pods.get("task-browser").await?;
+    let image = cold.spec.and_then(|s| s.containers.into_iter().next()).and_then(|c| c.image);
+    ensure!(image.as_deref() == Some("playpen/browser:pool"), "the replacement runs the record: {image:?}");
+    Ok(())
+}

@@ -370,7 +370,9 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         let observed = Observed { missing: &missing, pod, recovery: &recovery, refused };
         let mut new = status::compute(session, id, observed, &ctx.settings.egress, now);
         if let (Some(pooled), Some(pool_ref)) = (&pooled, &bs.spec.pool) {
-            status::pool::record_source(&mut new, &pool_ref.name, &pooled.source, now);
+            // The claim's time stays what the first status said.
+            new.pool = bs.status.as_ref().and_then(|s| s.pool.clone());
+            status::pool::record_source(&mut new, &pool_ref.name, &pooled.source, &pooled.template, now);
         }
         new
     };
@@ -506,7 +508,7 @@ async fn refuse(
 async fn wait(ctx: &Context, bs: &BrowserSession, pool: &str, pooled: &Pooled, now: Timestamp) -> Result<Action> {
     let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None };
     let mut new = status::compute(&pooled.session, &pooled.id, observed, &ctx.settings.egress, now);
-    status::pool::record_source(&mut new, pool, &pooled.source, now);
+    status::pool::record_source(&mut new, pool, &pooled.source, &pooled.template, now);
     write_status(ctx, bs, &pooled.id, new).await?;
     ctx.failures.clear(&key(bs));
     Ok(Action::requeue(WAITING_REQUEUE))

@@ -1,5 +1,6 @@
 //! Size bounds on every string, list and map of the BrowserSession and
-//! BrowserPool schemas (a pool's `spec.template.*` takes `spec.*`'s bounds).
+//! BrowserPool schemas (a pool's `spec.template.*`, and a session's record of
+//! it in `status.pool.template.*`, take `spec.*`'s bounds).
 //!
 //! Without them one tenant's object can be megabytes, every CEL rule's cost
 //! is unbounded, and a value the operator copies into a child (an image
@@ -178,6 +179,7 @@ pub fn limits() -> Vec<Limit> {
         path("status.podReplacements.lastReason", Length(1024), "a Pod's reason, like a condition's"),
         path("status.podReplacements.lastTime", Length(64), "an RFC 3339 time"),
         path("status.pool.time", Length(64), "an RFC 3339 time"),
+        path("status.pool.templateHash", Length(64), "a BrowserPool template's hash"),
         path("status.selector", Length(1024), "a BrowserPool's label selector (three labels)"),
         path("status.templateHash", Length(64), "a BrowserPool template's hash"),
         // Fields of embedded Kubernetes types (and ours with the same meaning).
@@ -257,8 +259,10 @@ fn is_bounded(schema: &Value, kind: Kind) -> bool {
 }
 
 fn lookup<'a>(limits: &'a [Limit], at: &str) -> Option<&'a Limit> {
-    // A BrowserPool's template is a BrowserSession spec's browser-defining part: the same bounds.
-    let at = &match at.strip_prefix("spec.template.") {
+    // A BrowserPool's template (and the copy a session records of it) is a
+    // BrowserSession spec's browser-defining part: the same bounds.
+    let template = ["spec.template.", "status.pool.template."].iter().find_map(|prefix| at.strip_prefix(prefix));
+    let at = &match template {
         Some(rest) => format!("spec.{rest}"),
         None => at.to_owned(),
     };

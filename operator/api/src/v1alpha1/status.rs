@@ -4,6 +4,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::pool::SessionTemplate;
+
 /// Observed state of a BrowserSession.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -60,6 +62,14 @@ pub struct PoolClaimStatus {
     pub claimed: bool,
     /// When the operator claimed the Pod (or decided on a cold start).
     pub time: Time,
+    /// The hash of the pool's template the browser was placed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_hash: Option<String>,
+    /// The pool's template as it was when the browser was placed: the
+    /// session runs it for life (its children are built from it), so a
+    /// later edit or deletion of the pool changes only unclaimed Pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<SessionTemplate>,
 }
 
 /// Browser Pods the operator replaced, and whether it gave up.

@@ -27,7 +27,7 @@ use playpen_api::naming::{
     ChildNames, MANAGER, POOL_LABEL, POOL_STATE_CLAIMED, POOL_STATE_LABEL, POOL_STATE_WARM, SESSION_LABEL,
     WARM_NAME_ANNOTATION, WARM_SESSION_NAME_ANNOTATION, WARM_SOCKET_NAMESPACE_ANNOTATION,
 };
-use playpen_api::v1alpha1::{condition, BrowserPool, PoolRef, WhenEmpty};
+use playpen_api::v1alpha1::{condition, BrowserPool, PoolRef, SessionTemplate, WhenEmpty};
 use playpen_api::BrowserSession;
 use serde_json::json;
 
@@ -92,11 +92,37 @@ pub fn when_none_ready(pool: &str, when_empty: WhenEmpty, warming: usize) -> Sou
     }
 }
 
+/// The pool template a session's browser runs: the one recorded in
+/// `status.pool` when its browser was placed, else (nothing placed yet, or
+/// placed by an operator that kept no record) the pool's current one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    /// Its hash (the pool Pods' template label).
+    pub hash: String,
+    /// The template.
+    pub spec: SessionTemplate,
+}
+
+impl Template {
+    /// The pool's current template.
+    pub fn of(pool: &BrowserPool) -> Result<Self> {
+        Ok(Self { hash: crate::pool::warm::template_hash(&pool.spec.template)?, spec: pool.spec.template.clone() })
+    }
+
+    /// The template recorded in the session's status for pool `pool`, if any.
+    pub fn recorded(bs: &BrowserSession, pool: &str) -> Option<Self> {
+        let placed = bs.status.as_ref()?.pool.as_ref().filter(|p| p.name == pool)?;
+        Some(Self { hash: placed.template_hash.clone()?, spec: placed.template.clone()? })
+    }
+}
+
 /// A pooled session, resolved.
 #[derive(Debug, Clone)]
 pub struct Pooled {
     /// The session as it runs: its own metadata, the effective spec.
     pub session: BrowserSession,
+    /// The template its browser runs (recorded in its status).
+    pub template: Template,
     /// The identity its children and status use (a claimed Pod keeps its
     /// own Pod, Secret and ConfigMap names, session name and sockets).
     pub id: Identity,
@@ -144,7 +170,10 @@ impl Refusal {
 
 /// Resolves a pooled session: its effective spec, and the browser it has,
 /// claims or will start cold. `untouched`: nothing of the session can exist
-/// that the caches do not show (see [`own_pod`]).
+/// that the caches do not show (see [`own_pod`]). Once a browser was
+/// placed, the session runs the template recorded then, whatever became of
+/// the pool: a replacement Pod is claimed only from Pods of that template,
+/// else started cold from the record.
 pub async fn resolve(
     to: Target<'_>,
     bs: &BrowserSession,
@@ -160,15 +189,22 @@ pub async fn resolve(
     let unplaced = bs.status.as_ref().and_then(|s| s.pod_name.as_ref()).is_none();
     let warm = unplaced.then(|| cached_warm_pods(to, &pool_ref.name));
     let (pool, own) = futures::try_join!(pool_of(to, &pool_ref.name), own_pod(to, bs, id, &uid, untouched))?;
-    let Some(pool) = pool else {
-        return Ok(Err(Refusal::PoolNotFound(pool_ref.name.clone())));
-    };
     let conflicts = effective::template_conflicts(&bs.spec);
     if !conflicts.is_empty() {
         return Ok(Err(Refusal::TemplateConflict(conflicts)));
     }
+    let template = match (Template::recorded(bs, &pool_ref.name), &pool) {
+        (Some(recorded), _) => recorded,
+        (None, Some(pool)) => Template::of(pool)?,
+        (None, None) => return Ok(Err(Refusal::PoolNotFound(pool_ref.name.clone()))),
+    };
     let mut session = bs.clone();
-    session.spec = effective::effective_spec(&pool.spec.template, &bs.spec);
+    session.spec = effective::effective_spec(&template.spec, &bs.spec);
+    // The pool, when its current template is the one the session runs.
+    let serving = match &pool {
+        Some(pool) if Template::of(pool)?.hash == template.hash => Some(pool),
+        _ => None,
+    };
     let decided = own.is_none();
     let source = match own {
         Some(pod) if is_claimed(&pod) => {
@@ -183,9 +219,12 @@ pub async fn resolve(
         Some(_) => previous_cold(bs),
         None => match effective::cold_start_reason(&bs.spec) {
             Some(message) => Source::Cold { reason: ColdReason::NeedsColdStart, message },
-            None => match claim(to, &pool, warm, bs, id, &session, settings).await? {
-                Claim::Took(pod) => Source::Claimed(pod),
-                Claim::NoneReady { warming } => when_none_ready(&pool_ref.name, pool.spec.when_empty, warming),
+            None => match serving {
+                Some(pool) => match claim(to, pool, &template.hash, warm, id, &session, settings).await? {
+                    Claim::Took(pod) => Source::Claimed(pod),
+                    Claim::NoneReady { warming } => when_none_ready(&pool_ref.name, pool.spec.when_empty, warming),
+                },
+                None => Source::Cold { reason: ColdReason::PoolEmpty, message: template_gone(&pool_ref.name) },
             },
         },
     };
@@ -193,7 +232,16 @@ pub async fn resolve(
         Source::Claimed(pod) => claimed_identity(id, pod),
         Source::Cold { .. } | Source::Waiting { .. } => id.clone(),
     };
-    Ok(Ok(Pooled { session, id, source, decided }))
+    Ok(Ok(Pooled { session, template, id, source, decided }))
+}
+
+/// Why a session placed before starts its new Pod cold: the pool no longer
+/// runs (or no longer exists with) the template the session was placed with.
+fn template_gone(pool: &str) -> String {
+    format!(
+        "BrowserPool {pool:?} no longer has browsers of the template this session was placed with (edited or \
+         deleted since): its new Pod started cold from the template recorded in status.pool"
+    )
 }
 
 /// The pool, from the cache; read when the cache has not seen it (just
@@ -310,14 +358,13 @@ async fn warm_pods(to: Target<'_>, pool_name: &str) -> Result<Vec<Pod>> {
 async fn claim(
     to: Target<'_>,
     pool: &BrowserPool,
+    hash: &str,
     listed: Option<Vec<Pod>>,
-    bs: &BrowserSession,
     id: &Identity,
     session: &BrowserSession,
     settings: &Settings,
 ) -> Result<Claim> {
     let pool_name = pool.name_any();
-    let hash = crate::pool::warm::template_hash(&pool.spec.template)?;
     let pool_uid = pool.meta().uid.clone().unwrap_or_default();
     let cached = listed.is_some();
     let mut candidates = match listed {
@@ -327,11 +374,11 @@ async fn claim(
     // A cached Pod that changed since is caught by the claim's
     // resourceVersion; one that turned ready since is not in the cache yet:
     // no cold start or wait before the API server says none is ready.
-    if cached && !candidates.iter().any(|p| pick::claimable(p, &pool_uid, &hash)) {
+    if cached && !candidates.iter().any(|p| pick::claimable(p, &pool_uid, hash)) {
         candidates = warm_pods(to, &pool_name).await?;
     }
-    let order = pick::order(&candidates, &pool_uid, &hash, salt(bs));
-    let none_ready = Claim::NoneReady { warming: pick::warming(&candidates, &pool_uid, &hash) };
+    let order = pick::order(&candidates, &pool_uid, hash, salt(session));
+    let none_ready = Claim::NoneReady { warming: pick::warming(&candidates, &pool_uid, hash) };
     if order.is_empty() {
         return Ok(none_ready);
     }
@@ -343,7 +390,7 @@ async fn claim(
     // operator) the session's policy comes before any Pod has its labels.
     let children = crate::children::build(session, id, settings)?;
     let isolation = crate::apply::apply_isolation_and_viewer(to, &children);
-    let take = take_one(to, &pool_name, order, &pool_uid, &hash, id);
+    let take = take_one(to, &pool_name, order, &pool_uid, hash, id);
     let took = if pool_policy_covers_claims(to, pool)? {
         let (applied, took) = futures::join!(isolation, take);
         applied?;

@@ -129,8 +129,17 @@ mod tests {
         session.metadata.namespace = Some("ns".into());
         session.metadata.uid = Some("uid".into());
         let id = crate::children::Identity::of(&session).unwrap();
-        let pooled =
-            |source: Source, decided: bool| Pooled { session: session.clone(), id: id.clone(), source, decided };
+        let template = crate::claim::Template {
+            hash: "abc123".into(),
+            spec: serde_json::from_value(serde_json::json!({"image": "i"})).unwrap(),
+        };
+        let pooled = |source: Source, decided: bool| Pooled {
+            session: session.clone(),
+            template: template.clone(),
+            id: id.clone(),
+            source,
+            decided,
+        };
         let cases = [
             (Ok(pooled(claimed(), true)), Some("claimed")),
             (Ok(pooled(cold(ColdReason::PoolEmpty), true)), Some("cold")),
@@ -156,7 +165,13 @@ mod tests {
         assert_eq!(needs.type_, EventType::Normal);
         assert!(needs.note.starts_with("NeedsColdStart: spec.recording"), "{}", needs.note);
         assert_eq!(announcement(None, "agents", &Source::Waiting { warming: 2 }), None, "waiting is no browser yet");
-        let placed = PoolClaimStatus { name: "agents".into(), claimed: true, time: Time(Timestamp::UNIX_EPOCH) };
+        let placed = PoolClaimStatus {
+            name: "agents".into(),
+            claimed: true,
+            time: Time(Timestamp::UNIX_EPOCH),
+            template_hash: None,
+            template: None,
+        };
         for source in [claimed(), cold(ColdReason::PoolEmpty), cold(ColdReason::NeedsColdStart)] {
             assert_eq!(announcement(Some(&placed), "agents", &source), None, "said already");
         }

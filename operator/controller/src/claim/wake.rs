@@ -68,7 +68,13 @@ mod tests {
         let mut bs = BrowserSession::new(name, spec);
         bs.metadata.namespace = Some(ns.into());
         bs.status = placed.then(|| BrowserSessionStatus {
-            pool: Some(PoolClaimStatus { name: pool.into(), claimed: true, time: Time(Timestamp::UNIX_EPOCH) }),
+            pool: Some(PoolClaimStatus {
+                name: pool.into(),
+                claimed: true,
+                time: Time(Timestamp::UNIX_EPOCH),
+                template_hash: None,
+                template: None,
+            }),
             ..BrowserSessionStatus::default()
         });
         bs

@@ -7,12 +7,19 @@ use k8s_openapi::jiff::Timestamp;
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, PoolClaimStatus};
 
 use super::{settle, Cond};
-use crate::claim::{Refusal, Source};
+use crate::claim::{Refusal, Source, Template};
 
-/// Adds `PoolClaimed` and `status.pool` for a session of pool `pool`. A
-/// waiting session has no `status.pool` (its browser came from nowhere
-/// yet) and is Pending, its `Ready` saying what it waits for.
-pub fn record_source(status: &mut BrowserSessionStatus, pool: &str, source: &Source, now: Timestamp) {
+/// Adds `PoolClaimed` and `status.pool` (with the template its browser
+/// runs) for a session of pool `pool`. A waiting session has no
+/// `status.pool` (its browser came from nowhere yet) and is Pending, its
+/// `Ready` saying what it waits for.
+pub fn record_source(
+    status: &mut BrowserSessionStatus,
+    pool: &str,
+    source: &Source,
+    template: &Template,
+    now: Timestamp,
+) {
     let claimed = matches!(source, Source::Claimed(_));
     let previous = status.conditions.clone();
     let generation = status.observed_generation;
@@ -42,7 +49,13 @@ pub fn record_source(status: &mut BrowserSessionStatus, pool: &str, source: &Sou
         }
     };
     let same = status.pool.as_ref().filter(|p| p.name == pool && p.claimed == claimed).map(|p| p.time.clone());
-    status.pool = Some(PoolClaimStatus { name: pool.to_owned(), claimed, time: same.unwrap_or(Time(now)) });
+    status.pool = Some(PoolClaimStatus {
+        name: pool.to_owned(),
+        claimed,
+        time: same.unwrap_or(Time(now)),
+        template_hash: Some(template.hash.clone()),
+        template: Some(template.spec.clone()),
+    });
     replace(status, settle(cond, &previous, generation, now));
 }
 
@@ -93,6 +106,11 @@ mod tests {
         Timestamp::from_second(1_800_000_000).unwrap()
     }
 
+    fn template() -> Template {
+        let spec = serde_json::from_value(serde_json::json!({"image": "playpen/browser:pool"})).unwrap();
+        Template { hash: "abc123".into(), spec }
+    }
+
     fn cond<'a>(
         s: &'a BrowserSessionStatus,
         type_: &str,
@@ -105,17 +123,32 @@ mod tests {
         let mut s = BrowserSessionStatus::default();
         let mut pod = Pod::default();
         pod.metadata.name = Some("warm-abc123.x1y2z-browser".into());
-        record_source(&mut s, "warm", &Source::Claimed(Box::new(pod)), now());
+        record_source(&mut s, "warm", &Source::Claimed(Box::new(pod)), &template(), now());
         assert_eq!(cond(&s, condition::POOL_CLAIMED).status, "True");
         assert!(cond(&s, condition::POOL_CLAIMED).message.contains("warm-abc123.x1y2z-browser"));
         assert!(s.pool.as_ref().unwrap().claimed);
+        let placed = s.pool.as_ref().unwrap();
+        assert_eq!(placed.template_hash.as_deref(), Some("abc123"), "the template is recorded at the claim");
+        assert_eq!(placed.template.as_ref(), Some(&template().spec));
         let mut s = BrowserSessionStatus::default();
         let needs = "spec.recording starts with the browser".to_owned();
-        record_source(&mut s, "warm", &Source::Cold { reason: ColdReason::NeedsColdStart, message: needs }, now());
+        record_source(
+            &mut s,
+            "warm",
+            &Source::Cold { reason: ColdReason::NeedsColdStart, message: needs },
+            &template(),
+            now(),
+        );
         let c = cond(&s, condition::POOL_CLAIMED);
         assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "NeedsColdStart"));
         let empty = "BrowserPool \"warm\" had no ready browser".to_owned();
-        record_source(&mut s, "warm", &Source::Cold { reason: ColdReason::PoolEmpty, message: empty }, now());
+        record_source(
+            &mut s,
+            "warm",
+            &Source::Cold { reason: ColdReason::PoolEmpty, message: empty },
+            &template(),
+            now(),
+        );
         assert_eq!(cond(&s, condition::POOL_CLAIMED).reason, "PoolEmpty");
         assert_eq!(s.conditions.len(), 1, "one PoolClaimed condition");
     }
@@ -128,7 +161,7 @@ mod tests {
             socket_namespace: Some("0123abcd".into()),
             ..Default::default()
         };
-        record_source(&mut s, "agents", &Source::Waiting { warming: 2 }, now());
+        record_source(&mut s, "agents", &Source::Waiting { warming: 2 }, &template(), now());
         assert_eq!(s.phase, Some(Phase::Pending));
         assert_eq!(s.pool, None, "no browser came from the pool yet");
         assert_eq!((s.session_name.as_deref(), s.socket_namespace.as_deref()), (None, None));
@@ -147,7 +180,7 @@ mod tests {
         // Then the claim: status.pool appears, PoolClaimed turns True.
         let mut pod = Pod::default();
         pod.metadata.name = Some("agents-abc123.x1y2z-browser".into());
-        record_source(&mut s, "agents", &Source::Claimed(Box::new(pod)), now());
+        record_source(&mut s, "agents", &Source::Claimed(Box::new(pod)), &template(), now());
         assert_eq!(cond(&s, condition::POOL_CLAIMED).status, "True");
         assert!(s.pool.as_ref().is_some_and(|p| p.claimed));
     }
