@@ -27,7 +27,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     let client = client().await?;
     let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
     let (b, system) = (installed.team_b.name.as_str(), installed.system.name.as_str());
-    let (main, isolation, hostile, viewer, cdp, plugin, recorded, pooled) = tokio::join!(
+    let (main, isolation, hostile, viewer, cdp, plugin, recorded, pooled, kept) = tokio::join!(
         session::drive_view_recover_delete(&client, &installed),
         session::isolation_and_disabled(&client, &installed),
         hostile::non_ascii_executable_is_reported_not_fatal(&client, b, system),
@@ -36,6 +36,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
         plugin::plugin_drives_a_session(&client, &installed),
         recording::a_deleted_session_leaves_its_recordings(&client, &installed),
         pool::a_warm_pool_serves_sessions(&client, &installed),
+        pool::a_claimed_session_keeps_its_settings(&client, &installed),
     );
     let survived = hostile::operator_never_restarted(&client, system).await;
     let uninstalled = setup::uninstall(&client, &installed).await;
@@ -47,6 +48,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     plugin.context("kubectl playpen on a real session")?;
     recorded.context("a recorded session's video and trace after its deletion")?;
     pooled.context("a warm pool on the kubelet")?;
+    kept.context("a claimed session's own settings, whatever becomes of its pool")?;
     survived.context("the operator across the whole suite")?;
     uninstalled
 }

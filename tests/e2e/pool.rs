@@ -13,12 +13,13 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL};
-use playpen_api::v1alpha1::{condition, BrowserPool, BrowserPoolStatus};
+use playpen_api::runtime_config::WARM_BROWSER_TOUCHED;
+use playpen_api::v1alpha1::{condition, BrowserPool, BrowserPoolStatus, Phase};
 use playpen_api::BrowserSession;
 use playpen_tests::{eventually, http_get, pod_is_ready};
 use serde_json::json;
 
-use crate::kubectl::{exec, port_forward};
+use crate::kubectl::{exec, kubectl, port_forward, sh};
 use crate::network::{authority, connect};
 use crate::session::{pod_name, wait_ready, BROWSER, VIEWER_PORT};
 use crate::setup::{start_fixture, tolerations, Installed, BROWSER_IMAGE};
@@ -87,10 +88,20 @@ async fn wait_full(pools: &Api<BrowserPool>) -> anyhow::Result<BrowserPoolStatus
 }
 
 async fn create_pooled(client: &Client, ns: &str, name: &str, extra: serde_json::Value) -> anyhow::Result<()> {
+    create_pooled_in(client, ns, POOL, name, extra).await
+}
+
+async fn create_pooled_in(
+    client: &Client,
+    ns: &str,
+    pool: &str,
+    name: &str,
+    extra: serde_json::Value,
+) -> anyhow::Result<()> {
     let mut object = json!({
         "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
         "metadata": {"name": name},
-        "spec": {"pool": {"name": POOL}}
+        "spec": {"pool": {"name": pool}}
     });
     if let (Some(spec), Some(extra)) = (object["spec"].as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
@@ -134,6 +145,9 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
         let out = connect(ns, pod, BROWSER, &host, port).await?;
         ensure!(out == "TIMEOUT", "a warm Pod connected to {fixture_url}: {out}");
     }
+    // Those execs used the warm browsers before any claim: each starts afresh.
+    discarded(&pods, &warm).await.context("a warm Pod someone exec'd into is discarded")?;
+    wait_full(&pools).await.context("the discarded warm Pods come back")?;
 
     // A session claims one in place, and an agent drives it.
     let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": "pool-fixture"}}]}});
@@ -187,6 +201,9 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
 
     // Per-session auth state: loaded into a claimed browser.
     auth_state_is_loaded(client, ns).await.context("a pooled session with auth state")?;
+
+    // What anyone left in a warm browser before a claim never reaches the session.
+    nothing_planted_reaches_a_claim(client, ns, &pools, &pods).await.context("a warm Pod tampered with")?;
 
     // A burst larger than the pool: distinct Pods, the extra ones cold and saying so.
     wait_full(&pools).await?;
@@ -254,5 +271,167 @@ async fn auth_state_is_loaded(client: &Client, ns: &str) -> anyhow::Result<()> {
     eprintln!("e2e: auth state on a claimed Pod: Ready after {ready:?}, loaded after {:?}", t0.elapsed());
     ensure!(restarts().await? == before, "the claimed browser restarted to take the auth state");
     Api::<BrowserSession>::namespaced(client.clone(), ns).delete("authed", &DeleteParams::default()).await?;
+    Ok(())
+}
+
+/// Waits until each of `names` has restarted its browser container because
+/// it was used while warm (its runtime's report says so).
+async fn discarded(pods: &Api<Pod>, names: &BTreeSet<String>) -> anyhow::Result<()> {
+    eventually(Duration::from_secs(120), || async {
+        for name in names {
+            let pod = pods.get(name).await?;
+            let statuses = pod.status.and_then(|s| s.container_statuses).unwrap_or_default();
+            let browser = statuses.iter().find(|c| c.name == BROWSER).context("no browser container status")?;
+            let last = browser.last_state.as_ref().and_then(|s| s.terminated.as_ref());
+            let said = last.and_then(|t| t.message.clone()).unwrap_or_default();
+            ensure!(
+                browser.restart_count >= 1 && said.contains(WARM_BROWSER_TOUCHED),
+                "{name}: {} restarts, last termination {said:?}",
+                browser.restart_count
+            );
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Someone with exec on every warm Pod loads a cookie with `state-load`,
+/// leaves a process behind and drops a snapshot with a future modification
+/// time; each warm browser is discarded for it and comes back, and the
+/// session that claims one sees none of the three.
+async fn nothing_planted_reaches_a_claim(
+    client: &Client,
+    ns: &str,
+    pools: &Api<BrowserPool>,
+    pods: &Api<Pod>,
+) -> anyhow::Result<()> {
+    wait_full(pools).await?;
+    let warm = pool_pods(pods, "warm").await?;
+    let state = json!({"cookies": [{"name": "planted", "value": "by-someone-else", "domain": "fixture.invalid",
+        "path": "/", "expires": -1, "httpOnly": false, "secure": false, "sameSite": "Lax"}], "origins": []});
+    let plant = format!(
+        "touch -d 2030-01-01 {dir}/zz-planted.yml; setsid sleep 600 >/dev/null 2>&1 </dev/null & \
+         echo '{state}' > /tmp/planted.json; playwright-cli state-load /tmp/planted.json",
+        dir = playpen_api::layout::SNAPSHOT_DIR
+    );
+    for pod in &warm {
+        let planted = exec(ns, pod, BROWSER, &["sh", "-c", &plant]).await?;
+        eprintln!("e2e: planted in warm Pod {pod}: {planted:?}");
+    }
+    discarded(pods, &warm).await.context("the tampered warm Pods start afresh")?;
+    wait_full(pools).await.context("and come back Ready")?;
+    create_pooled(client, ns, "after-tamper", json!({})).await?;
+    let (claimed, reason, pod) = claim_of(client, ns, "after-tamper").await?;
+    ensure!(claimed, "the session started cold: {reason}");
+    ensure!(warm.contains(&pod), "{pod} is not one of the tampered Pods {warm:?}");
+    // The agent drives only once the runtime has taken the claim (a use
+    // before it would count as a warm Pod's, within its grace).
+    eventually(Duration::from_secs(60), || async {
+        let logs = kubectl(&["logs", "-n", ns, &pod, "-c", BROWSER]).await?.ok("kubectl logs")?;
+        ensure!(logs.contains("claimed by a session"), "the runtime has not seen the claim yet");
+        Ok(())
+    })
+    .await?;
+    let cookies = exec(ns, &pod, BROWSER, &["playwright-cli", "cookie-list"]).await?.ok("cookie-list")?;
+    ensure!(!cookies.contains("planted"), "the planted cookie reached the session:\n{cookies}");
+    let listing = sh(ns, &pod, BROWSER, &format!("ls -la {}", playpen_api::layout::SNAPSHOT_DIR)).await?;
+    ensure!(!listing.contains("zz-planted"), "the planted snapshot reached the session:\n{listing}");
+    let processes = sh(ns, &pod, BROWSER, "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done").await?;
+    ensure!(!processes.contains("sleep 600"), "the planted process runs in the session:\n{processes}");
+    Api::<BrowserSession>::namespaced(client.clone(), ns).delete("after-tamper", &DeleteParams::default()).await?;
+    Ok(())
+}
+
+/// A claimed session runs on its own settings: its idle clock starts at the
+/// claim, not when its browser warmed up (warm for over 100 s here, with a
+/// 90 s timeout), and editing the pool's viewer port, volume size and
+/// sandbox, then deleting the pool, leaves it Ready and unchanged until its
+/// own idle timeout closes it.
+pub async fn a_claimed_session_keeps_its_settings(client: &Client, installed: &Installed) -> anyhow::Result<()> {
+    const KEEP: &str = "keep";
+    const IDLE: u64 = 90;
+    let ns = installed.team_a.name.as_str();
+    let pools: Api<BrowserPool> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
+    let pool: BrowserPool = serde_json::from_value(json!({
+        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool", "metadata": {"name": KEEP},
+        "spec": {"minReady": 1, "template": {"image": BROWSER_IMAGE, "imagePullPolicy": "Never", "sandbox": "Enforced",
+            "launchConfig": {"executablePath": "/usr/bin/chromium"},
+            "pod": {"tolerations": tolerations(), "shmSize": "256Mi"}}}
+    }))?;
+    pools.create(&PostParams::default(), &pool).await?;
+    let warm_selector = ListParams::default().labels(&format!("{POOL_LABEL}={KEEP},{POOL_STATE_LABEL}=warm"));
+    let warm = eventually(Duration::from_secs(240), || async {
+        let ready: Vec<Pod> = pods.list(&warm_selector).await?.items.into_iter().filter(pod_is_ready).collect();
+        ready.into_iter().next().context("no ready warm Pod yet")
+    })
+    .await?;
+    // Warm for longer than the session's idle timeout before anyone claims it.
+    let started = warm.status.as_ref().and_then(|s| s.start_time.clone()).context("the warm Pod's start time")?;
+    let warm_for = || {
+        let since = k8s_openapi::jiff::Timestamp::now().duration_since(started.0);
+        Duration::try_from(since).unwrap_or_default()
+    };
+    let wait = Duration::from_secs(IDLE + 15).saturating_sub(warm_for());
+    tokio::time::sleep(wait).await;
+    create_pooled_in(client, ns, KEEP, "idle-claim", json!({"idleTimeoutSeconds": IDLE})).await?;
+    let (status, _) = wait_ready(client, ns, "idle-claim").await?;
+    let claimed_at = Instant::now();
+    let placed = status.pool.clone().context("status.pool")?;
+    ensure!(placed.claimed, "the session started cold: {:?}", status.conditions);
+    let pod = pod_name(&status)?;
+    ensure!(pod == warm.name_any(), "claimed {pod}, not the Pod warm for {:?}", warm_for());
+    eprintln!("e2e: claimed {pod}, warm for {:?}, with idleTimeoutSeconds {IDLE}", warm_for());
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), ns);
+    let runtime_map = format!("{}-runtime", pod.trim_end_matches("-browser"));
+    let runtime = maps.get(&runtime_map).await?.data;
+
+    // The pool edited, then deleted: nothing of the claimed session changes.
+    let edit = json!({"spec": {"template": {"viewer": {"port": 9400}, "sandbox": "Disabled",
+        "snapshots": {"volume": {"emptyDir": {"sizeLimit": "2Gi"}}}}}});
+    pools.patch(KEEP, &PatchParams::default(), &Patch::Merge(&edit)).await?;
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let unchanged = |when: &'static str| {
+        let (sessions, maps, runtime, runtime_map, pod, placed) =
+            (&sessions, &maps, &runtime, &runtime_map, &pod, &placed);
+        async move {
+            let status = sessions.get("idle-claim").await?.status.context("status")?;
+            ensure!(
+                status.phase == Some(Phase::Ready) && status.pod_name.as_deref() == Some(pod.as_str()),
+                "{when}: {:?} {:?} {:?}",
+                status.phase,
+                status.pod_name,
+                status.conditions.iter().map(|c| (&c.type_, &c.status, &c.message)).collect::<Vec<_>>()
+            );
+            ensure!(status.pool.as_ref() == Some(placed), "{when}: status.pool changed: {:?}", status.pool);
+            ensure!(&maps.get(runtime_map).await?.data == runtime, "{when}: the runtime ConfigMap changed");
+            Ok::<(), anyhow::Error>(())
+        }
+    };
+    unchanged("after the pool edit").await?;
+    pools.delete(KEEP, &DeleteParams::default()).await?;
+    eventually(Duration::from_secs(120), || async {
+        ensure!(pools.get_opt(KEEP).await?.is_none(), "the pool is still there");
+        ensure!(pods.list(&warm_selector).await?.items.is_empty(), "its unclaimed Pods are still there");
+        Ok(())
+    })
+    .await?;
+    unchanged("after the pool's deletion").await?;
+
+    // Idle for most of its timeout, counted from the claim: still Ready.
+    tokio::time::sleep(Duration::from_secs(IDLE - 10).saturating_sub(claimed_at.elapsed())).await;
+    unchanged("idle for less than its timeout since the claim").await?;
+    // And closed by its own idle timeout.
+    let closed = eventually(Duration::from_secs(120), || async {
+        let status = sessions.get("idle-claim").await?.status.context("status")?;
+        ensure!(status.phase == Some(Phase::Completed), "not closed yet: {:?}", status.phase);
+        Ok(claimed_at.elapsed())
+    })
+    .await
+    .context("the idle timeout closes the claimed session")?;
+    eprintln!("e2e: the claimed session closed {closed:?} after its claim (idleTimeoutSeconds {IDLE})");
+    ensure!(closed >= Duration::from_secs(IDLE), "closed {closed:?} after the claim, before its idle timeout");
+    sessions.delete("idle-claim", &DeleteParams::default()).await?;
     Ok(())
 }

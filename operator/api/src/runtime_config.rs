@@ -63,7 +63,16 @@ pub struct RuntimeConfig {
     /// Record a Playwright trace of the session (`tracing-start` after each browser start).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub record_trace: bool,
+    /// A warm Pod's browser, no session's yet: any use of it before a claim
+    /// (which turns this off) makes the runtime start the container afresh.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm: bool,
 }
+
+/// The reason a warm Pod's runtime reports when it exits because its
+/// browser was used before any session claimed it (not a failure of any
+/// session: the kubelet starts the container afresh).
+pub const WARM_BROWSER_TOUCHED: &str = "WarmBrowserTouched";
 
 impl RuntimeConfig {
     /// `sessionStartedAt` as a time; `None` when absent or not RFC 3339.

@@ -230,6 +230,7 @@ pub(crate) mod tests {
             auth_state_file: None,
             record_video: false,
             record_trace: false,
+            warm: false,
         }
     }
 

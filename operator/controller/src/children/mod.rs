@@ -30,7 +30,7 @@ pub use network::{
 };
 pub use pod::{SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
 pub use resources::{browser_resources, parse_defaults as parse_browser_resources, DEFAULT_BROWSER_RESOURCES};
-pub use runtime::runtime_config;
+pub use runtime::{runtime_config, warm_runtime_config_map};
 
 /// Who a session is: everything derived from its metadata, computed once.
 #[derive(Debug, Clone, PartialEq)]

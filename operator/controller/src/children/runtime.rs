@@ -49,6 +49,7 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity) -> RuntimeConfig {
         auth_state_file: spec.auth_state.as_ref().map(|_| format!("{AUTH_STATE_DIR}/{AUTH_STATE_FILE}")),
         record_video: spec.recording.video,
         record_trace: spec.recording.trace,
+        warm: false,
     }
 }
 
@@ -70,8 +71,17 @@ fn snapshot_volume_bytes(bs: &BrowserSession) -> Option<u64> {
 
 /// The runtime ConfigMap of `bs`.
 pub fn runtime_config_map(bs: &BrowserSession, id: &Identity) -> Result<ConfigMap> {
-    let json = serde_json::to_string_pretty(&runtime_config(bs, id))
-        .map_err(|source| Error::Serialize { what: "runtime config", source })?;
+    config_map_of(&runtime_config(bs, id), id)
+}
+
+/// The runtime ConfigMap of a warm Pod's browser (`warm`: no session's yet).
+pub fn warm_runtime_config_map(bs: &BrowserSession, id: &Identity) -> Result<ConfigMap> {
+    config_map_of(&RuntimeConfig { warm: true, ..runtime_config(bs, id) }, id)
+}
+
+fn config_map_of(config: &RuntimeConfig, id: &Identity) -> Result<ConfigMap> {
+    let json =
+        serde_json::to_string_pretty(config).map_err(|source| Error::Serialize { what: "runtime config", source })?;
     Ok(ConfigMap {
         metadata: child_meta(id, &id.names.runtime_config, "runtime-config"),
         data: Some(BTreeMap::from([(RUNTIME_CONFIG_KEY.to_owned(), json)])),

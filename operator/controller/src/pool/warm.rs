@@ -130,7 +130,8 @@ pub fn warm_children(
         meta.annotations.get_or_insert_with(BTreeMap::new).extend(annotations.clone());
     };
     let mut launch_secret = built.launch_secret;
-    let mut runtime_config = built.runtime_config;
+    // Not the session builders' own: this one says the browser is warm.
+    let mut runtime_config = children::warm_runtime_config_map(&bs, &id)?;
     let mut pod = built.pod;
     if let Some(secret) = launch_secret.as_mut() {
         mark(&mut secret.metadata);

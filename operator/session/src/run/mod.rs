@@ -12,6 +12,7 @@ pub(crate) mod idle;
 pub(crate) mod launch_defaults;
 pub(crate) mod namespace;
 pub(crate) mod output;
+pub(crate) mod pristine;
 pub(crate) mod profile;
 pub(crate) mod readiness;
 pub(crate) mod reaper;
@@ -27,7 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use playpen_api::runtime_config::RuntimeConfig;
+use playpen_api::runtime_config::{RuntimeConfig, WARM_BROWSER_TOUCHED};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, watch};
 
@@ -53,13 +54,31 @@ const CDP_WAIT: Duration = Duration::from_secs(30);
 pub async fn run(opts: Options) -> i32 {
     let reporter = Reporter::new(&opts.termination_log);
     match run_session(&opts).await {
-        Ok(()) => exit::ENDED,
+        Ok(Ended::Closed) => exit::ENDED,
+        Ok(Ended::Discarded(found)) => {
+            let message = format!(
+                "the warm browser was used before any session claimed it ({found}): the container starts afresh so \
+                 no session gets it"
+            );
+            tracing::warn!(reason = WARM_BROWSER_TOUCHED, "{message}");
+            reporter.write(WARM_BROWSER_TOUCHED, &message);
+            exit::FATAL
+        }
         Err(fatal) => {
             tracing::error!(reason = fatal.reason(), "{fatal}");
             reporter.write(fatal.reason(), &fatal.to_string());
             exit::FATAL
         }
     }
+}
+
+/// How a session's runtime ends without a fatal error.
+enum Ended {
+    /// The session ended (SIGTERM, idle, lifetime): the Pod may complete.
+    Closed,
+    /// A warm browser was used before its claim ([`pristine`]): the
+    /// container must start afresh.
+    Discarded(String),
 }
 
 /// Everything verified before a child starts.
@@ -128,7 +147,7 @@ fn check_browser(config: &RuntimeConfig, install: &CoreInstall, home: &Path) -> 
     Ok(facts.user_data_dir)
 }
 
-async fn run_session(opts: &Options) -> Result<(), Fatal> {
+async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     reaper::become_subreaper();
     // Installed first: a SIGTERM must never meet the default action once a child may exist.
     let mut sigterm =
@@ -146,7 +165,12 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         .is_some_and(|left| left.is_zero())
     {
         tracing::info!("maximum lifetime reached before this start: the session ended");
-        return Ok(());
+        return Ok(Ended::Closed);
+    }
+    if config.warm {
+        // What an earlier container of this warm Pod left (it was used, and
+        // exited for it) is no session's.
+        pristine::empty_dir(Path::new(&config.output_dir));
     }
     tracing::info!(session = %config.session_name, "start-up checks passed");
     // Claimed before any child starts, and held until the process exits.
@@ -263,9 +287,11 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
         tokio::spawn(cdp::serve(listener, browser, CDP_WAIT, viewers.clone()));
     }
     let mut retention_task = tokio::spawn(retain(opts.config.clone().into(), config.clone(), opts.clone()));
+    let guard = warm_guard(config, opts, &managed, state_rx.clone(), viewers.clone());
     let idle = idle_reached(config, opts, state_rx.clone(), viewers);
 
     let lifetime = lifetime_reached(opts.config.clone().into(), config.clone(), opts.retention_interval());
+    let mut discarded = None;
     let fatal = tokio::select! {
         joined = &mut daemon_task => match joined {
             Ok(Ok(())) => { tracing::info!("the session ended"); None }
@@ -283,14 +309,49 @@ async fn run_session(opts: &Options) -> Result<(), Fatal> {
             tracing::info!(?timeout, "idle timeout: no client used the session for that long; the session ended, closing it");
             None
         }
+        found = guard => { discarded = Some(found); None }
     };
     shutdown::graceful(&close_spec, recorder.as_ref(), opts.grace(), &managed, &stop_tx, state_rx).await;
     if let Some(task) = dashboard_task {
         let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
     }
-    match fatal {
-        Some(fatal) => Err(fatal),
-        None => Ok(()),
+    match (fatal, discarded) {
+        (Some(fatal), _) => Err(fatal),
+        (None, Some(found)) => Ok(Ended::Discarded(found)),
+        (None, None) => Ok(Ended::Closed),
+    }
+}
+
+/// Resolves when a warm browser was used before its claim, with what was
+/// found ([`pristine`]); never for a session's own browser, nor once a
+/// warm one was claimed untouched.
+fn warm_guard(
+    config: &RuntimeConfig,
+    opts: &Options,
+    managed: &Managed,
+    daemon: watch::Receiver<DaemonState>,
+    viewers: Arc<AtomicUsize>,
+) -> impl std::future::Future<Output = String> {
+    let (uses_tx, uses) = watch::channel(tokio::time::Instant::now());
+    let watching = config.warm
+        && idle::watch_uses(Path::new(&config.daemon_session_dir), &config.session_name, uses_tx)
+            .inspect_err(
+                |err| tracing::error!(%err, "cannot watch the session directory: a warm browser is not guarded"),
+            )
+            .is_ok();
+    let guard = pristine::Guard {
+        config_path: PathBuf::from(&opts.config),
+        output_dir: PathBuf::from(&config.output_dir),
+        managed: managed.clone(),
+        viewers,
+        daemon,
+        uses,
+    };
+    async move {
+        if !watching {
+            return std::future::pending().await;
+        }
+        pristine::watch_until_claimed(guard).await
     }
 }
 
