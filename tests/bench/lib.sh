@@ -15,6 +15,9 @@
 #   bench_node_cluster      the same with the node tier (tests/cluster/start-node.sh, root)
 #   delete_namespaces ARGS  `kubectl delete namespace ARGS` (names, or -l SELECTOR) and waits until
 #                           they and everything in them are gone (the node's room is back)
+#   stop_bench_operator PIDFILE
+#                           stops the operator process a benchmark started (its pid in PIDFILE,
+#                           checked against its command line so a recycled pid is never killed)
 #   install_bench_chart NS  installs the chart (release playpen-bench in playpen-bench-system)
 #                           watching NS; uninstalled on exit
 #
@@ -155,4 +158,15 @@ install_bench_chart() {
       "('$KUBECTL get pods -A --field-selector=status.phase=Pending')"
     return 1
   fi
+}
+
+stop_bench_operator() {
+  local pidfile="$1" pid
+  pid="$(cat "$pidfile" 2>/dev/null)" || return 0
+  if [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/${pid}/cmdline" | grep -q "playpen-operator run"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    wait_for "the bench's operator (pid ${pid}) to exit after SIGTERM" 20 bash -c "! kill -0 ${pid} 2>/dev/null" ||
+      kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
 }

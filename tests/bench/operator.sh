@@ -31,29 +31,17 @@ cargo build --release --locked -p playpen-operator -p playpen-tests --bin plaype
 bench_cluster
 mkdir -p "${STATE}/run" "${LOGS}"
 
-# stop_operator: the operator the bench started, if it still runs (pid file
-# plus its command line, so a recycled pid is never killed).
-stop_operator() {
-  local pid
-  pid="$(cat "$PIDFILE" 2>/dev/null)" || return 0
-  if [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/${pid}/cmdline" | grep -q "playpen-operator run"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait_for "the bench's operator (pid ${pid}) to exit after SIGTERM" 20 bash -c "! kill -0 ${pid} 2>/dev/null" ||
-      kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$PIDFILE"
-}
 # pp-bench-* are the namespaces the benchmark made before it labelled them.
 old_namespaces() { "$KUBECTL" get namespace -o name | sed -n 's|^namespace/\(pp-bench-.*\)|\1|p'; }
 
 # An earlier, interrupted run: its operator and its namespaces.
-stop_operator
+stop_bench_operator "$PIDFILE"
 delete_namespaces -l "$SELECTOR"
 mapfile -t old < <(old_namespaces)
 ((${#old[@]} == 0)) || delete_namespaces "${old[@]}"
 
 on_exit "delete the bench's namespaces (-l ${SELECTOR}) and wait until they are gone" delete_namespaces -l "$SELECTOR"
-on_exit "stop the bench's operator" stop_operator
+on_exit "stop the bench's operator" stop_bench_operator "$PIDFILE"
 PLAYPEN_BENCH_OPERATOR="${TARGET_DIR}/release/playpen-operator" \
   PLAYPEN_BENCH_METRICS_ADDR="127.0.0.1:${PORT}" \
   PLAYPEN_BENCH_OPERATOR_LOG="${LOGS}/bench-operator.log" \

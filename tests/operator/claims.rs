@@ -608,3 +608,48 @@ async fn a_placed_session_keeps_its_template_when_the_pool_is_edited_or_deleted(
     ensure!(image.as_deref() == Some("playpen/browser:pool"), "the replacement runs the record: {image:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_claim_whose_policy_a_quota_refuses_says_so_and_completes_when_the_quota_lifts() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "claim-quota").await?;
+    let n = ns.name.as_str();
+    let _op = RunningOperator::start(&client, n, None).await?;
+    create_pool(&client, n, "agents", 1).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    ready_warm_pods(&pods, "agents", 1).await?;
+    pool_ready(&client, n, "agents", 1).await?;
+    // Room for the pool's policy and the namespace's baseline, not for the session's own.
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::namespaced(client.clone(), n);
+    let quota = json!({"metadata": {"name": "two-policies"},
+        "spec": {"hard": {"count/networkpolicies.networking.k8s.io": "2"}}});
+    quotas.create(&PostParams::default(), &serde_json::from_value(quota)?).await?;
+    eventually(WAIT, || async {
+        let used = quotas.get("two-policies").await?.status.and_then(|s| s.used).unwrap_or_default();
+        ensure!(!used.is_empty(), "the quota is not counted yet");
+        Ok(())
+    })
+    .await?;
+    create(&client, n, session("task", json!({"pool": {"name": "agents"}}))).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let refused = status_when(&sessions, "task", "refused a child", |s| {
+        s.conditions.iter().any(|c| c.type_ == condition::CHILDREN_APPLIED && c.reason == "ChildRefused")
+    })
+    .await?;
+    let applied = refused.conditions.iter().find(|c| c.type_ == condition::CHILDREN_APPLIED).context("cond")?;
+    ensure!(applied.message.contains("NetworkPolicy task-isolate"), "{applied:?}");
+    ensure!(refused.phase != Some(playpen_api::v1alpha1::Phase::Ready), "Ready without its policy: {refused:?}");
+
+    // The quota lifts: the claim completes without anyone touching the session.
+    quotas.delete("two-policies", &DeleteParams::default()).await?;
+    let status = status_when(&sessions, "task", "claimed with its children", |s| {
+        s.pool.as_ref().is_some_and(|p| p.claimed)
+            && s.conditions.iter().any(|c| c.type_ == condition::CHILDREN_APPLIED && c.status == "True")
+    })
+    .await?;
+    let pod = status.pod_name.context("status.podName")?;
+    ensure!(pool_pods(&pods, "agents", "claimed").await?.iter().any(|p| p.name_any() == pod), "{pod} not claimed");
+    Api::<NetworkPolicy>::namespaced(client.clone(), n).get("task-isolate").await?;
+    Ok(())
+}

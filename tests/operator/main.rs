@@ -15,7 +15,7 @@ mod recovery;
 mod refusals;
 mod writes;
 
-use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use playpen_api::BrowserSession;
@@ -37,22 +37,7 @@ pub fn condition(s: &playpen_api::BrowserSessionStatus, t: &str) -> Option<(Stri
     s.conditions.iter().find(|c| c.type_ == t).map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
-/// A ResourceQuota `one-policy` in `ns` that admits one NetworkPolicy (the
-/// namespace's baseline takes it, so every session's own is refused), once
-/// the quota controller has counted it: before, it refuses everything.
-pub async fn one_network_policy_quota(client: &Client, ns: &str) -> anyhow::Result<kube::Api<ResourceQuota>> {
-    let quotas: kube::Api<ResourceQuota> = kube::Api::namespaced(client.clone(), ns);
-    let quota = serde_json::json!({"metadata": {"name": "one-policy"},
-        "spec": {"hard": {"count/networkpolicies.networking.k8s.io": "1"}}});
-    quotas.create(&kube::api::PostParams::default(), &serde_json::from_value(quota)?).await?;
-    playpen_tests::eventually(std::time::Duration::from_secs(30), || async {
-        let hard = quotas.get("one-policy").await?.status.and_then(|s| s.hard).unwrap_or_default();
-        anyhow::ensure!(!hard.is_empty(), "the quota is not counted yet");
-        Ok(())
-    })
-    .await?;
-    Ok(quotas)
-}
+pub use playpen_tests::one_network_policy_quota;
 
 /// Creates a BrowserSession from JSON in `ns`.
 pub async fn create(client: &Client, ns: &str, body: Value) -> Result<BrowserSession, kube::Error> {

@@ -431,3 +431,23 @@ pub async fn run_to_end(mut command: tokio::process::Command, timeout: Duration)
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     })
 }
+
+/// A ResourceQuota `one-policy` in `ns` that admits one NetworkPolicy (the
+/// namespace's baseline takes it, so every session's own is refused), once
+/// the quota controller has counted it: before, it refuses everything.
+pub async fn one_network_policy_quota(
+    client: &kube::Client,
+    ns: &str,
+) -> anyhow::Result<kube::Api<k8s_openapi::api::core::v1::ResourceQuota>> {
+    let quotas: kube::Api<k8s_openapi::api::core::v1::ResourceQuota> = kube::Api::namespaced(client.clone(), ns);
+    let quota = serde_json::json!({"metadata": {"name": "one-policy"},
+        "spec": {"hard": {"count/networkpolicies.networking.k8s.io": "1"}}});
+    quotas.create(&kube::api::PostParams::default(), &serde_json::from_value(quota)?).await?;
+    eventually(std::time::Duration::from_secs(30), || async {
+        let hard = quotas.get("one-policy").await?.status.and_then(|s| s.hard).unwrap_or_default();
+        anyhow::ensure!(!hard.is_empty(), "the quota is not counted yet");
+        Ok(())
+    })
+    .await?;
+    Ok(quotas)
+}

@@ -116,16 +116,33 @@ impl Operator {
 
     /// Peak resident set (VmHWM), MiB.
     pub fn peak_rss_mib(&self) -> anyhow::Result<f64> {
+        self.status_mib("VmHWM")
+    }
+
+    /// Resident set now (VmRSS), MiB.
+    #[allow(dead_code)] // bench-churn's
+    pub fn rss_mib(&self) -> anyhow::Result<f64> {
+        self.status_mib("VmRSS")
+    }
+
+    /// A `kB` field of `/proc/<pid>/status`, in MiB.
+    fn status_mib(&self, field: &str) -> anyhow::Result<f64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))?;
         let kb: f64 = status
             .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .context("VmHWM")?
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .with_context(|| field.to_owned())?
             .trim()
             .trim_end_matches("kB")
             .trim()
             .parse()?;
         Ok(kb / 1024.0)
+    }
+
+    /// Where it serves /metrics.
+    #[allow(dead_code)] // bench-churn's
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// SIGTERM, then SIGKILL if it has not exited within 15 s.

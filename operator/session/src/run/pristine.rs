@@ -241,15 +241,19 @@ pub async fn watch_until_claimed(mut guard: Guard) -> String {
             }
             return std::future::pending().await;
         }
-        let Some(found) = evidence(&guard, settled.as_ref(), used) else { continue };
-        match &first_seen {
-            Some((at, _)) if at.elapsed() >= CLAIM_GRACE => {
-                kill(&found.strangers);
+        // Acted on even when what was seen is gone since (a process that
+        // ended): whatever it did stays.
+        let found = evidence(&guard, settled.as_ref(), used);
+        let strangers = found.as_ref().map(|f| f.strangers.clone()).unwrap_or_default();
+        if first_seen.is_none() {
+            first_seen = found.map(|f| (Instant::now(), f.what));
+        }
+        if let Some((at, what)) = &first_seen {
+            if at.elapsed() >= CLAIM_GRACE {
+                kill(&strangers);
                 empty_dir(&guard.output_dir);
-                return found.what;
+                return what.clone();
             }
-            Some(_) => {}
-            None => first_seen = Some((Instant::now(), found.what)),
         }
     }
 }
