@@ -62,6 +62,17 @@ pub struct Target<'a> {
     pub cache: &'a Caches,
 }
 
+impl Target<'_> {
+    /// An `Api` to write `K` in the target's namespace with ([`Fence::writer`]).
+    pub fn writer<K>(&self) -> Result<Api<K>>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        self.fence.writer(self.client, self.namespace)
+    }
+}
+
 impl Debug for Target<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Target").field("namespace", &self.namespace).field("fence", &self.fence).finish()
@@ -96,10 +107,8 @@ async fn apply_stamped<K: Cached + Child>(to: Target<'_>, obj: &K) -> Result<K> 
 /// since: what another field manager added there (a hand edit) survives a
 /// server-side apply, which removes only its own manager's fields.
 async fn put_back<K: Cached + Child>(to: Target<'_>, live: &K, obj: &K) -> Result<K> {
-    let Target { client, fence, namespace, .. } = to;
-    if !fence.is_open() {
-        return Err(Error::NotLeader);
-    }
+    let namespace = to.namespace;
+    let api: Api<K> = to.writer()?;
     let name = live.name_any();
     let kind = <K as k8s_openapi::Resource>::KIND;
     let (have, want) = match (serde_json::to_value(live), serde_json::to_value(obj)) {
@@ -118,16 +127,13 @@ async fn put_back<K: Cached + Child>(to: Target<'_>, live: &K, obj: &K) -> Resul
     let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops))
         .map_err(|source| Error::Serialize { what: "a put-back patch", source })?;
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
     api.patch(&name, &params, &Patch::Json::<()>(patch)).await.map_err(Error::kube("put back", kind, namespace, &name))
 }
 
 /// Replaces `live`'s field managers with `entries`, unless it changed since.
 async fn hand_over<K: Child>(to: Target<'_>, live: &K, entries: Vec<ManagedFieldsEntry>) -> Result<()> {
-    let Target { client, fence, namespace, .. } = to;
-    if !fence.is_open() {
-        return Err(Error::NotLeader);
-    }
+    let namespace = to.namespace;
+    let api: Api<K> = to.writer()?;
     let name = live.name_any();
     let kind = <K as k8s_openapi::Resource>::KIND;
     let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
@@ -136,7 +142,6 @@ async fn hand_over<K: Child>(to: Target<'_>, live: &K, entries: Vec<ManagedField
     ]))
     .map_err(|source| Error::Serialize { what: "a field managers patch", source })?;
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
     api.patch(&name, &params, &Patch::Json::<()>(patch)).await.map_err(Error::kube(
         "hand over the fields of",
         kind,
@@ -148,12 +153,9 @@ async fn hand_over<K: Child>(to: Target<'_>, live: &K, entries: Vec<ManagedField
 
 /// One server-side apply of `obj` (force: this manager owns these fields).
 async fn server_side_apply<K: Child>(to: Target<'_>, obj: &K) -> Result<K> {
-    let Target { client, fence, namespace, .. } = to;
-    if !fence.is_open() {
-        return Err(Error::NotLeader);
-    }
+    let namespace = to.namespace;
     let name = obj.name_any();
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let api: Api<K> = to.writer()?;
     api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(obj)).await.map_err(|source| Error::Kube {
         action: "apply",
         kind: <K as k8s_openapi::Resource>::KIND,
@@ -279,11 +281,8 @@ async fn create_or_read<K: Child>(to: Target<'_>, stamped: &K) -> Result<(Option
 /// Creates `obj` (stamped already) with a plain POST under this operator's
 /// field manager. `None`: it exists already (409), nothing was written.
 pub async fn create_stamped<K: Child>(to: Target<'_>, obj: &K) -> Result<Option<K>> {
-    let Target { client, fence, namespace, .. } = to;
-    if !fence.is_open() {
-        return Err(Error::NotLeader);
-    }
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let namespace = to.namespace;
+    let api: Api<K> = to.writer()?;
     let params = PostParams { field_manager: Some(MANAGER.to_owned()), ..PostParams::default() };
     match api.create(&params, obj).await {
         Ok(created) => Ok(Some(created)),
@@ -487,13 +486,10 @@ async fn apply_viewer_service(to: Target<'_>, desired: Option<&Service>) -> Resu
         Err(Error::Kube { source, .. }) if matches!(*source, kube::Error::Api(ref s) if s.code == 422) => {}
         Err(other) => return Err(other),
     }
-    let Target { client, fence, namespace, .. } = to;
-    if !fence.is_open() {
-        return Err(Error::NotLeader);
-    }
+    let namespace = to.namespace;
     let name = desired.name_any();
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
-    let api: Api<Service> = Api::namespaced(client.clone(), namespace);
+    let api: Api<Service> = to.writer()?;
     let patch = Patch::Merge(serde_json::json!({"spec": {"ports": want}}));
     api.patch(&name, &params, &patch).await.map_err(|source| Error::Kube {
         action: "repair ports of",
@@ -516,11 +512,8 @@ async fn ensure_opt<K: Cached + Child>(to: Target<'_>, obj: Option<&K>) -> Resul
 /// Deletes the Pod `name` if it is still the one with `uid` (a replacement
 /// created meanwhile is never deleted by mistake). Gone already is fine.
 pub async fn delete_pod(to: Target<'_>, name: &str, uid: &str) -> Result<()> {
-    let Target { client, fence, namespace, .. } = to;
-    if !fence.is_open() {
-        return Err(Error::NotLeader);
-    }
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let namespace = to.namespace;
+    let pods: Api<Pod> = to.writer()?;
     let params = DeleteParams {
         preconditions: Some(Preconditions { uid: Some(uid.to_owned()), ..Preconditions::default() }),
         ..DeleteParams::default()

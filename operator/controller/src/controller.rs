@@ -519,10 +519,7 @@ async fn write_status(ctx: &Context, bs: &BrowserSession, id: &Identity, new: Br
     if bs.status.as_ref() == Some(&new) {
         return Ok(());
     }
-    if !ctx.fence.is_open() {
-        return Err(Error::NotLeader);
-    }
-    let api: Api<BrowserSession> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    let api: Api<BrowserSession> = ctx.fence.writer(&ctx.client, &id.namespace)?;
     // The status is computed whole, so it is written whole: a JSON patch
     // replaces it (fields it no longer has go too) and costs the API
     // server less than a server-side apply, which merges per field.

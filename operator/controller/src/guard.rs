@@ -107,9 +107,6 @@ pub async fn publish(
     reason: &str,
     note: String,
 ) {
-    if !fence.is_open() {
-        return;
-    }
     let event = Event {
         type_,
         reason: reason.to_owned(),
@@ -117,7 +114,7 @@ pub async fn publish(
         action: "Reconcile".to_owned(),
         secondary: None,
     };
-    if let Err(error) = recorder.publish(&event, object).await {
+    if let Err(error) = fence.publish(recorder, &event, object).await {
         warn!(%error, reason, "could not publish event");
     }
 }

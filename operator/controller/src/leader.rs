@@ -147,8 +147,37 @@ impl Fence {
         }
     }
 
+    /// An `Api` to write `K` in `namespace` with, while this replica holds
+    /// its term: the one check every write of the operator passes just
+    /// before it is sent (a replica that lost its term, paused or cut off,
+    /// writes nothing). Reads need no fence: they use the client.
+    pub fn writer<K>(&self, client: &Client, namespace: &str) -> crate::error::Result<Api<K>>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        if !self.is_open() {
+            return Err(crate::error::Error::NotLeader);
+        }
+        Ok(Api::namespaced(client.clone(), namespace))
+    }
+
+    /// Publishes `event` about `object` while this replica holds its term;
+    /// skips it otherwise (Events are best effort).
+    pub async fn publish(
+        &self,
+        recorder: &kube::runtime::events::Recorder,
+        event: &kube::runtime::events::Event,
+        object: &k8s_openapi::api::core::v1::ObjectReference,
+    ) -> Result<(), kube::Error> {
+        if !self.is_open() {
+            return Ok(());
+        }
+        recorder.publish(event, object).await
+    }
+
     /// Whether a write may be sent now.
-    pub fn is_open(&self) -> bool {
+    fn is_open(&self) -> bool {
         match self.term() {
             Term::Unconditional => true,
             Term::Until(until) => until.is_some_and(|t| Instant::now() < t),

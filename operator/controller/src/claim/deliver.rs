@@ -107,10 +107,7 @@ pub async fn deliver(
     if pod.annotations().get(DELIVERED_ANNOTATION) == Some(&digest) {
         return Ok(missing);
     }
-    if !to.fence.is_open() {
-        return Err(Error::NotLeader);
-    }
-    let pods: Api<Pod> = Api::namespaced(to.client.clone(), ns);
+    let pods: Api<Pod> = to.writer()?;
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
     let patch = json!({"metadata": {"annotations": {DELIVERED_ANNOTATION: digest}}});
     let name = pod.name_any();

@@ -447,15 +447,13 @@ async fn take_one(
         // the scheduler's status updates): the Pod is read again and tried
         // again while it is still claimable, a few times.
         for _ in 0..CLAIM_ATTEMPTS_PER_POD {
-            if !to.fence.is_open() {
-                return Err(Error::NotLeader);
-            }
+            let writer: Api<Pod> = to.writer()?;
             let patch = json!({"metadata": {
                 "resourceVersion": seen.resource_version(),
                 "labels": labels,
                 "ownerReferences": [id.owner],
             }});
-            match pods.patch(&name, &params, &Patch::Merge(&patch)).await {
+            match writer.patch(&name, &params, &Patch::Merge(&patch)).await {
                 Ok(pod) => return Ok(Some(pod)),
                 Err(kube::Error::Api(s)) if s.code == 409 => {
                     match pods.get_opt(&name).await.map_err(Error::kube("get", "Pod", ns, &name))? {
@@ -495,14 +493,11 @@ async fn rehomed(to: Target<'_>, claimed: &Identity) -> Result<bool> {
 /// an apply: the pool created them, and an apply would add the session's
 /// owner beside the pool's, two controllers the API server refuses.
 pub async fn rehome(to: Target<'_>, claimed: &Identity) -> Result<()> {
-    if !to.fence.is_open() {
-        return Err(Error::NotLeader);
-    }
     let patch = json!({"metadata": {"ownerReferences": [claimed.owner], "labels": {SESSION_LABEL: claimed.name}}});
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
     let ns = to.namespace;
-    let secrets: Api<Secret> = Api::namespaced(to.client.clone(), ns);
-    let maps: Api<ConfigMap> = Api::namespaced(to.client.clone(), ns);
+    let secrets: Api<Secret> = to.writer()?;
+    let maps: Api<ConfigMap> = to.writer()?;
     let (secret, map) = (&claimed.names.launch_secret, &claimed.names.runtime_config);
     // Both at once: a claim's latency is counted in round trips.
     let merge = Patch::Merge(&patch);

@@ -124,10 +124,7 @@ pub async fn reconcile(pool: Arc<BrowserPool>, ctx: Arc<Context>) -> Result<Acti
     // status
     let new = status::compute(&pool, &id.name, &hash, plan.counts, hold, now);
     if pool.status.as_ref() != Some(&new) {
-        if !ctx.fence.is_open() {
-            return Err(Error::NotLeader);
-        }
-        let api: Api<BrowserPool> = Api::namespaced(ctx.client.clone(), &id.namespace);
+        let api: Api<BrowserPool> = ctx.fence.writer(&ctx.client, &id.namespace)?;
         let patch = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool", "status": new});
         api.patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch))
             .await
@@ -224,10 +221,7 @@ async fn delete<K: Child>(
     preconditions: Option<Preconditions>,
     _kind: std::marker::PhantomData<K>,
 ) -> Result<bool> {
-    if !target.fence.is_open() {
-        return Err(Error::NotLeader);
-    }
-    let api: Api<K> = Api::namespaced(target.client.clone(), target.namespace);
+    let api: Api<K> = target.writer()?;
     let params = DeleteParams { preconditions, ..DeleteParams::default() };
     match api.delete(name, &params).await {
         Ok(_) => Ok(true),
@@ -276,10 +270,7 @@ async fn create_warm(
 }
 
 async fn create<K: Child>(target: Target<'_>, obj: &K) -> Result<K> {
-    if !target.fence.is_open() {
-        return Err(Error::NotLeader);
-    }
-    let api: Api<K> = Api::namespaced(target.client.clone(), target.namespace);
+    let api: Api<K> = target.writer()?;
     let params = PostParams { field_manager: Some(MANAGER.to_owned()), ..PostParams::default() };
     api.create(&params, obj).await.map_err(Error::kube(
         "create",

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use kube::api::{Api, DeleteParams, Preconditions};
+use kube::api::{DeleteParams, Preconditions};
 use kube::runtime::events::EventType;
 use tracing::{info, warn};
 
@@ -68,10 +68,8 @@ async fn round(ctx: &Context, ledger: &mut Ledger) -> bool {
 
 /// Deletes `pod` if it is still as cached; `false` when it changed or is gone.
 async fn delete(ctx: &Context, pod: &WarmPod) -> Result<bool, kube::Error> {
-    if !ctx.fence().is_open() {
-        return Ok(false);
-    }
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace);
+    // Not while another replica may lead: a deletion is a write like any.
+    let Ok(api) = ctx.fence().writer::<Pod>(&ctx.client, &pod.namespace) else { return Ok(false) };
     let preconditions = Preconditions { uid: Some(pod.uid.clone()), resource_version: pod.resource_version.clone() };
     match api.delete(&pod.name, &DeleteParams { preconditions: Some(preconditions), ..DeleteParams::default() }).await {
         Ok(_) => Ok(true),
