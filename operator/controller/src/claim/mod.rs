@@ -18,7 +18,10 @@ pub mod deliver;
 pub mod effective;
 pub mod outcome;
 pub mod pick;
+pub mod source;
 pub mod wake;
+
+pub use source::{template_gone, when_none_ready, ColdReason, Refusal, Source, Template};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
@@ -27,7 +30,7 @@ use playpen_api::naming::{
     ChildNames, MANAGER, POOL_LABEL, POOL_STATE_CLAIMED, POOL_STATE_LABEL, POOL_STATE_WARM, SESSION_LABEL,
     WARM_NAME_ANNOTATION, WARM_SESSION_NAME_ANNOTATION, WARM_SOCKET_NAMESPACE_ANNOTATION,
 };
-use playpen_api::v1alpha1::{condition, BrowserPool, PoolRef, SessionTemplate, WhenEmpty};
+use playpen_api::v1alpha1::{condition, BrowserPool, PoolRef};
 use playpen_api::BrowserSession;
 use serde_json::json;
 
@@ -39,82 +42,6 @@ use crate::error::{Error, Result};
 
 /// Patches of one Pod a claim tries before it moves on to the next Pod.
 const CLAIM_ATTEMPTS_PER_POD: usize = 4;
-
-/// How a pooled session got its browser.
-#[derive(Debug, Clone)]
-pub enum Source {
-    /// A warm Pod taken from the pool (now the session's).
-    Claimed(Box<Pod>),
-    /// A cold start from the pool's template, and why.
-    Cold {
-        /// The condition reason.
-        reason: ColdReason,
-        /// The condition message.
-        message: String,
-    },
-    /// None yet: the pool has no ready Pod and its `whenEmpty` is `Wait`.
-    Waiting {
-        /// Unclaimed Pods of the current template still starting.
-        warming: usize,
-    },
-}
-
-/// Why a pooled session starts cold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColdReason {
-    /// The pool had no ready browser of its current template.
-    PoolEmpty,
-    /// The session brings what a warm browser cannot take.
-    NeedsColdStart,
-}
-
-impl ColdReason {
-    /// The condition reason.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::PoolEmpty => "PoolEmpty",
-            Self::NeedsColdStart => "NeedsColdStart",
-        }
-    }
-}
-
-/// What a session finding no ready Pod in pool `pool` gets: a cold start,
-/// or (`whenEmpty: Wait`) nothing yet.
-pub fn when_none_ready(pool: &str, when_empty: WhenEmpty, warming: usize) -> Source {
-    match when_empty {
-        WhenEmpty::ColdStart => Source::Cold {
-            reason: ColdReason::PoolEmpty,
-            message: format!(
-                "BrowserPool {pool:?} had no ready browser of its current template; this session started cold"
-            ),
-        },
-        WhenEmpty::Wait => Source::Waiting { warming },
-    }
-}
-
-/// The pool template a session's browser runs: the one recorded in
-/// `status.pool` when its browser was placed, else (nothing placed yet, or
-/// placed by an operator that kept no record) the pool's current one.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Template {
-    /// Its hash (the pool Pods' template label).
-    pub hash: String,
-    /// The template.
-    pub spec: SessionTemplate,
-}
-
-impl Template {
-    /// The pool's current template.
-    pub fn of(pool: &BrowserPool) -> Result<Self> {
-        Ok(Self { hash: crate::pool::warm::template_hash(&pool.spec.template)?, spec: pool.spec.template.clone() })
-    }
-
-    /// The template recorded in the session's status for pool `pool`, if any.
-    pub fn recorded(bs: &BrowserSession, pool: &str) -> Option<Self> {
-        let placed = bs.status.as_ref()?.pool.as_ref().filter(|p| p.name == pool)?;
-        Some(Self { hash: placed.template_hash.clone()?, spec: placed.template.clone()? })
-    }
-}
 
 /// A pooled session, resolved.
 #[derive(Debug, Clone)]
@@ -131,41 +58,6 @@ pub struct Pooled {
     /// This reconcile chose the source (the session had no browser yet);
     /// false when it only found the browser it already has.
     pub decided: bool,
-}
-
-/// Why a pooled session cannot run at all (said in `ConfigResolved`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The BrowserPool does not exist.
-    PoolNotFound(String),
-    /// Fields the pool's template defines are set on the session.
-    TemplateConflict(Vec<&'static str>),
-}
-
-impl Refusal {
-    /// The condition reason.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::PoolNotFound(_) => "PoolNotFound",
-            Self::TemplateConflict(_) => "PoolTemplateConflict",
-        }
-    }
-
-    /// The condition message: the field and the fix.
-    pub fn message(&self) -> String {
-        match self {
-            Self::PoolNotFound(name) => format!(
-                "spec.pool.name: no BrowserPool {name:?} in this namespace; create it or name an existing one \
-                 (kubectl get browserpools)"
-            ),
-            Self::TemplateConflict(fields) => format!(
-                "{} set on a session with spec.pool: the pool's template defines the browser; remove {} or drop \
-                 spec.pool and name an image",
-                fields.join(", "),
-                if fields.len() == 1 { "it" } else { "them" }
-            ),
-        }
-    }
 }
 
 /// Resolves a pooled session: its effective spec, and the browser it has,
@@ -233,15 +125,6 @@ pub async fn resolve(
         Source::Cold { .. } | Source::Waiting { .. } => id.clone(),
     };
     Ok(Ok(Pooled { session, template, id, source, decided }))
-}
-
-/// Why a session placed before starts its new Pod cold: the pool no longer
-/// runs (or no longer exists with) the template the session was placed with.
-fn template_gone(pool: &str) -> String {
-    format!(
-        "BrowserPool {pool:?} no longer has browsers of the template this session was placed with (edited or \
-         deleted since): its new Pod started cold from the template recorded in status.pool"
-    )
 }
 
 /// The pool, from the cache; read when the cache has not seen it (just
@@ -587,18 +470,5 @@ mod tests {
         assert!(!covers_claims(Some(&older), &shop).unwrap());
         // Another pool's policy is not this one's.
         assert!(!covers_claims(Some(&seen), &pool("other")).unwrap());
-    }
-
-    #[test]
-    fn an_empty_pool_starts_the_session_cold_or_makes_it_wait_as_the_pool_says() {
-        match when_none_ready("agents", WhenEmpty::ColdStart, 2) {
-            Source::Cold { reason: ColdReason::PoolEmpty, message } => {
-                assert!(message.starts_with("BrowserPool \"agents\" had no ready browser"), "{message}");
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(when_none_ready("agents", WhenEmpty::Wait, 2), Source::Waiting { warming: 2 }));
-        assert!(matches!(when_none_ready("agents", WhenEmpty::Wait, 0), Source::Waiting { warming: 0 }));
-        assert_eq!(WhenEmpty::default(), WhenEmpty::ColdStart, "the default keeps the old behaviour");
     }
 }

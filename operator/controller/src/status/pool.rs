@@ -7,7 +7,7 @@ use k8s_openapi::jiff::Timestamp;
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, PoolClaimStatus};
 
 use super::{settle, Cond};
-use crate::claim::{Refusal, Source, Template};
+use crate::claim::source::{Refusal, Source, Template};
 
 /// Adds `PoolClaimed` and `status.pool` (with the template its browser
 /// runs) for a session of pool `pool`. A waiting session has no
@@ -99,7 +99,7 @@ pub fn refuse(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claim::ColdReason;
+    use crate::claim::source::ColdReason;
     use k8s_openapi::api::core::v1::Pod;
 
     fn now() -> Timestamp {
