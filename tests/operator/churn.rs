@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::ensure;
-use kube::api::{Api, DeleteParams};
+use kube::api::Api;
 use playpen_api::BrowserSession;
 use playpen_operator::metrics::{Metrics, TrackedLabels};
-use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
+use playpen_tests::{churn_batch, client, ensure_crd, eventually, RunningOperator, TestNamespace};
 use serde_json::json;
 
-use crate::{create, one_network_policy_quota, session};
+use crate::one_network_policy_quota;
 
 const RECORDS: [&str; 4] = ["written", "deferred", "failing", "baselines"];
 
@@ -51,20 +51,7 @@ async fn records_of_sessions_go_with_them() -> anyhow::Result<()> {
     const BATCH: usize = 20;
     for start in (0..cycles).step_by(BATCH) {
         let names: Vec<String> = (start..(start + BATCH).min(cycles)).map(|i| format!("c{i}")).collect();
-        for name in &names {
-            create(&client, n, session(name, json!({"image": "playpen/browser:test"}))).await?;
-        }
-        // Each reconciled at least once (a status written), then gone.
-        eventually(Duration::from_secs(60), || async {
-            for name in &names {
-                ensure!(sessions.get(name).await?.status.is_some(), "{name} has no status yet");
-            }
-            Ok(())
-        })
-        .await?;
-        for name in &names {
-            sessions.delete(name, &DeleteParams::default()).await?;
-        }
+        churn_batch(&sessions, &names, &json!({"image": "playpen/browser:test"}), Duration::from_secs(60)).await?;
     }
     // Filled at some point, or the test proves nothing.
     eventually(Duration::from_secs(10), || async {

@@ -451,3 +451,31 @@ pub async fn one_network_policy_quota(
     .await?;
     Ok(quotas)
 }
+
+/// One batch of churn: a BrowserSession of `spec` for each of `names`
+/// (created one after another), each reconciled at least once (its status
+/// written, within `within`), then all deleted.
+pub async fn churn_batch(
+    sessions: &Api<playpen_api::BrowserSession>,
+    names: &[String],
+    spec: &serde_json::Value,
+    within: Duration,
+) -> anyhow::Result<()> {
+    for name in names {
+        let bs: playpen_api::BrowserSession = serde_json::from_value(serde_json::json!({
+            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
+            "metadata": {"name": name}, "spec": spec}))?;
+        sessions.create(&PostParams::default(), &bs).await?;
+    }
+    eventually(within, || async {
+        for name in names {
+            anyhow::ensure!(sessions.get(name).await?.status.is_some(), "{name} has no status yet");
+        }
+        Ok(())
+    })
+    .await?;
+    for name in names {
+        sessions.delete(name, &DeleteParams::default()).await?;
+    }
+    Ok(())
+}
