@@ -9,6 +9,9 @@
 # What it does: tests/bench/churn.rs. About 25 minutes for 10000 on 2 cores.
 #   tests/bench/churn.sh [N]
 #   PLAYPEN_BENCH_METRICS_PORT   the operator's /metrics port on 127.0.0.1 (default 18083)
+#   PLAYPEN_BENCH_OPERATOR_ENV_<NAME>=<value>
+#                                <NAME>=<value> for the operator only (a heap profiler's
+#                                LD_PRELOAD: docs/operations.md, "Memory under churn")
 # Leaves nothing behind: its namespace (label playpen.dev/bench=churn) is
 # deleted on every exit, and an earlier interrupted run's before it starts.
 set -euo pipefail

@@ -24,6 +24,15 @@ pub struct Launch {
     pub pidfile: Option<PathBuf>,
 }
 
+/// The environment the operator gets beyond its own settings: every
+/// `PLAYPEN_BENCH_OPERATOR_ENV_<NAME>=<value>` becomes `<NAME>=<value>`
+/// (for example a heap profiler's `LD_PRELOAD`, only for the operator).
+fn passed_env(vars: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
+    vars.filter_map(|(k, v)| Some((k.strip_prefix("PLAYPEN_BENCH_OPERATOR_ENV_")?.to_owned(), v)))
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
 /// A running operator process; killed when dropped.
 #[derive(Debug)]
 pub struct Operator {
@@ -45,6 +54,7 @@ impl Operator {
             .env("PLAYPEN_NAMESPACES", &launch.namespace)
             .env("PLAYPEN_HTTP_ADDR", launch.addr.to_string())
             .env("RUST_LOG", std::env::var("PLAYPEN_BENCH_OPERATOR_RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .envs(passed_env(std::env::vars()))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
