@@ -333,6 +333,18 @@ pub enum PodState {
     Absent,
 }
 
+impl PodState {
+    /// The Pod as the status reads it: as it is, or `as_built` when it is
+    /// to be created.
+    pub fn pod<'a>(&'a self, as_built: &'a Pod) -> Option<&'a Pod> {
+        match self {
+            PodState::Exists(pod) => Some(pod),
+            PodState::ToCreate => Some(as_built),
+            PodState::Absent => None,
+        }
+    }
+}
+
 /// Applies every child but the Pod and says where the Pod stands. The Pod
 /// is created once (by the caller, on [`PodState::ToCreate`]) and then only
 /// read: its spec is immutable, so re-applying it after an operator upgrade

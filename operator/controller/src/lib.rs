@@ -7,8 +7,9 @@
 //! → [`children`] (pure objects) → [`apply`] (create, or server-side
 //! apply with [`ownership`] handed over) →
 //! [`recovery`] (pure: replace a failed Pod, or give up) →
-//! [`status`] (pure status from what the cluster reports). [`controller`]
-//! wires them to kube-rs; [`pool`] keeps BrowserPools' warm browsers (its
+//! [`status`] (pure status from what the cluster reports). [`session`]
+//! runs them as one reconcile (gate → dereference → plan → apply → report,
+//! the plan pure); [`controller`] wires it to kube-rs; [`pool`] keeps BrowserPools' warm browsers (its
 //! own plan → create/delete → status, on the same builders); [`room`]
 //! deletes warm Pods for sessions that do not fit; [`leader`],
 //! [`http`] and [`metrics`] make it a
@@ -20,6 +21,7 @@ pub mod burst;
 pub mod cache;
 pub mod children;
 pub mod claim;
+pub mod context;
 pub mod controller;
 pub mod crd;
 pub mod error;
@@ -32,6 +34,7 @@ pub mod ownership;
 pub mod pool;
 pub mod recovery;
 pub mod room;
+pub mod session;
 pub mod status;
 pub mod telemetry;
 pub mod validate;

@@ -12,7 +12,7 @@ use tracing::{info, warn};
 
 use super::plan::{self, Ledger, Pick, Reason, WaitingPod, WarmPod};
 use crate::cache::CachedPod;
-use crate::controller::Context;
+use crate::context::Context;
 
 /// How often the loop looks while sessions wait.
 const WHILE_WAITING: Duration = Duration::from_secs(2);

@@ -1,0 +1,138 @@
+//! The session controller's shared state: the client, settings and
+//! metrics, the per-object records and the caches every reconcile reads.
+
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::{Client, Resource, ResourceExt};
+use playpen_api::BrowserSession;
+
+use crate::baseline::Baselines;
+use crate::burst::Burst;
+use crate::cache::Caches;
+use crate::children::Settings;
+use crate::guard::{self, Failures};
+use crate::leader::Fence;
+use crate::metrics::{Metrics, TrackedLabels};
+use crate::recovery::RecoveryBudget;
+use crate::room::Room;
+use crate::written::Written;
+
+/// Shared state of the reconciler.
+pub struct Context {
+    /// API client.
+    pub client: Client,
+    /// Operator-wide settings.
+    pub settings: Settings,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    recorder: Recorder,
+    pub(crate) failures: Failures,
+    pub(crate) fence: Fence,
+    pub(crate) recovery: RecoveryBudget,
+    /// The running controllers' caches of their children (replaced when
+    /// they restart, after a lost and regained leadership).
+    caches: RwLock<Arc<Caches>>,
+    pub(crate) written: Arc<Written>,
+    pub(crate) baselines: Baselines,
+    pub(crate) burst: Burst,
+    /// Shared with the room loop and the pool reconciler.
+    pub(crate) room: Arc<Room>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// A context publishing Events as `reporter`.
+    pub fn new(client: Client, settings: Settings, metrics: Arc<Metrics>, reporter: &str) -> Self {
+        let reporter = Reporter { controller: reporter.to_owned(), instance: std::env::var("POD_NAME").ok() };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            settings,
+            metrics,
+            failures: Failures::default(),
+            fence: Fence::unconditional(),
+            recovery: RecoveryBudget::default(),
+            caches: RwLock::default(),
+            written: Arc::default(),
+            baselines: Baselines::default(),
+            burst: Burst::default(),
+            room: Arc::default(),
+        }
+    }
+
+    /// The same room as the pool reconciler's (see [`crate::room`]).
+    pub fn with_room(mut self, room: Arc<Room>) -> Self {
+        self.room = room;
+        self
+    }
+
+    pub(crate) fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    /// Publishes an Event about any object (the room loop's, about pools).
+    pub(crate) async fn publish_about(&self, object: &ObjectReference, type_: EventType, reason: &str, note: String) {
+        guard::publish(&self.recorder, &self.fence, object, type_, reason, note).await;
+    }
+
+    /// Forgets what the records hold of sessions (by UID) and namespaces
+    /// no longer there.
+    pub(crate) fn forget_all_but(&self, uids: &HashSet<String>, namespaces: &HashSet<String>) {
+        self.written.retain(|uid| uids.contains(uid));
+        self.burst.retain(|uid| uids.contains(uid));
+        self.failures.retain(|uid| uids.contains(uid));
+        self.baselines.retain(|ns| namespaces.contains(ns));
+    }
+
+    /// Sets the `tracked_objects` gauges.
+    pub(crate) fn report_tracked(&self) {
+        let sizes = [
+            ("written", self.written.pending()),
+            ("deferred", self.burst.deferred()),
+            ("failing", self.failures.len()),
+            ("baselines", self.baselines.len()),
+        ];
+        for (record, n) in sizes {
+            let gauge = self.metrics.tracked.get_or_create(&TrackedLabels { record: record.to_owned() });
+            gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
+    pub(crate) fn caches(&self) -> Arc<Caches> {
+        self.caches.read().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    pub(crate) fn set_caches(&self, caches: Caches) {
+        if let Ok(mut held) = self.caches.write() {
+            *held = Arc::new(caches);
+        }
+    }
+
+    /// Replaces failed Pods within `budget`.
+    pub fn with_recovery(self, recovery: RecoveryBudget) -> Self {
+        Self { recovery, ..self }
+    }
+
+    /// Writes only while `fence` is open (leader election).
+    pub fn with_fence(self, fence: Fence) -> Self {
+        Self { fence, ..self }
+    }
+
+    pub(crate) async fn publish(&self, bs: &BrowserSession, type_: EventType, reason: &str, note: String) {
+        guard::publish(&self.recorder, &self.fence, &bs.object_ref(&()), type_, reason, note).await;
+    }
+}
+
+/// A session's key in the per-object records: its UID (a later session of
+/// the same name starts afresh).
+pub(crate) fn key(bs: &BrowserSession) -> String {
+    bs.meta().uid.clone().unwrap_or_else(|| format!("{}/{}", bs.namespace().unwrap_or_default(), bs.name_any()))
+}

@@ -1,0 +1,10 @@
+//! A BrowserSession's reconcile: [`plan`] decides (pure, table-tested),
+//! `reconcile` reads and applies, `report` writes the status and Events.
+
+pub mod plan;
+mod read;
+mod reconcile;
+mod report;
+
+pub use reconcile::reconcile;
+pub(crate) use report::as_reconciled;
