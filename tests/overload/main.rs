@@ -200,7 +200,29 @@ async fn more_than_fit_wait_pending_and_start_as_room_frees(
     for name in &names {
         let _ = api.delete(name, &DeleteParams::default()).await;
     }
-    Ok(())
+    // Their Pods go before the next scenario counts the node's room.
+    browsers_gone(client, ns, &names).await.context("the first scenario's Pods go")
+}
+
+/// Waits until the browser Pods of the deleted sessions `names` are gone: a
+/// deleted session's Pod is not yet terminating the moment the delete
+/// returns, so counting the node's room at once saw it still full (CI, stop 39).
+async fn browsers_gone(client: &Client, ns: &str, names: &[String]) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let browsers: Vec<String> = names.iter().map(|s| format!("{s}-browser")).collect();
+    eventually(Duration::from_secs(180), || async {
+        let left: Vec<String> = pods
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .filter(|n| browsers.contains(n))
+            .collect();
+        ensure!(left.is_empty(), "Pods of deleted sessions left: {left:?}");
+        Ok(())
+    })
+    .await
 }
 
 const POOL: &str = "yielding";
@@ -303,7 +325,8 @@ async fn warm_pods_yield_to_a_cold_session_and_refill_after(
     watcher.abort();
     bad.check()?;
     pools.delete(POOL, &DeleteParams::default()).await?;
-    // Its Pods go before the next scenario counts the node's room.
+    // Its Pods and the sessions' go before the next scenario counts the node's room.
+    browsers_gone(client, ns, &["cold".to_string()]).await?;
     eventually(Duration::from_secs(120), || async {
         let left = pods.list(&ListParams::default().labels(&format!("playpen.dev/pool={POOL}"))).await?.items;
         ensure!(left.is_empty(), "{} Pods of the pool left", left.len());
