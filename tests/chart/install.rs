@@ -12,7 +12,7 @@ use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use playpen_api::BrowserSession;
-use playpen_operator::leader::LeaseConfig;
+use playpen_operator::runtime::leader::LeaseConfig;
 use playpen_tests::{
     client, client_as, client_as_service_account, eventually, wait_crd_established, RunningOperator, TestNamespace,
 };

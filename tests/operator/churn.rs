@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::ensure;
 use kube::api::Api;
 use playpen_api::BrowserSession;
-use playpen_operator::metrics::{Metrics, TrackedLabels};
+use playpen_operator::runtime::metrics::{Metrics, TrackedLabels};
 use playpen_tests::{churn_batch, client, ensure_crd, eventually, RunningOperator, TestNamespace};
 use serde_json::json;
 

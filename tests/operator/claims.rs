@@ -20,7 +20,7 @@ use playpen_api::naming::{DELIVERED_ANNOTATION, POOL_LABEL, POOL_STATE_LABEL, SE
 use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::{condition, BrowserPool};
 use playpen_api::{BrowserSession, BrowserSessionStatus};
-use playpen_operator::leader::LeaseConfig;
+use playpen_operator::runtime::leader::LeaseConfig;
 use playpen_tests::{client, ensure_crd, eventually, http_get, RunningOperator, TestNamespace};
 use serde_json::json;
 

@@ -12,7 +12,7 @@ use kube::ResourceExt;
 use playpen_api::runtime_config::REPORT_MESSAGE_MAX_BYTES;
 use playpen_api::BrowserSession;
 use playpen_operator::controller::{self, Context};
-use playpen_operator::metrics::Metrics;
+use playpen_operator::runtime::metrics::Metrics;
 use playpen_tests::{client, ensure_crd, eventually, settings, RunningOperator, TestNamespace};
 use serde_json::json;
 

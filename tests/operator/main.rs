@@ -22,8 +22,8 @@ use playpen_api::BrowserSession;
 use serde_json::Value;
 
 /// A quick Lease for replica `identity` in `ns` (4 s terms, 0.5 s retries).
-pub fn lease(ns: &str, identity: &str) -> playpen_operator::leader::LeaseConfig {
-    playpen_operator::leader::LeaseConfig {
+pub fn lease(ns: &str, identity: &str) -> playpen_operator::runtime::leader::LeaseConfig {
+    playpen_operator::runtime::leader::LeaseConfig {
         name: "playpen-operator".into(),
         namespace: ns.into(),
         identity: identity.into(),

@@ -342,7 +342,7 @@ async fn missing_secret_is_a_condition_not_a_crash_loop() -> anyhow::Result<()> 
         op.handles
             .metrics
             .failures
-            .get_or_create(&playpen_operator::metrics::ErrorLabels { error: "apply".into() })
+            .get_or_create(&playpen_operator::runtime::metrics::ErrorLabels { error: "apply".into() })
             .get(),
         0
     );

@@ -15,9 +15,9 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use playpen_operator::children::{SeccompChoice, Settings};
-use playpen_operator::leader::LeaseConfig;
 use playpen_operator::operator::{self, Handles};
 use playpen_operator::recovery::RecoveryBudget;
+use playpen_operator::runtime::leader::LeaseConfig;
 use tokio::sync::OnceCell;
 
 /// Path of the committed CRD, relative to this crate.

@@ -24,8 +24,8 @@ use crate::cache::applied::Verdict;
 use crate::cache::{self, Cached, Caches};
 use crate::children::Children;
 use crate::error::{Error, Result};
-use crate::leader::Fence;
 use crate::ownership;
+use crate::runtime::leader::Fence;
 
 /// What a child object must be to be server-side applied in a namespace.
 pub trait Child:

@@ -2,10 +2,10 @@
 //! metrics, the per-object records and the caches every reconcile reads.
 
 use std::collections::HashSet;
+use std::ops::Deref;
 use std::sync::{Arc, RwLock};
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::EventType;
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::BrowserSession;
 
@@ -13,24 +13,17 @@ use crate::baseline::Baselines;
 use crate::burst::Burst;
 use crate::cache::Caches;
 use crate::children::Settings;
-use crate::guard::{self, Failures};
-use crate::leader::Fence;
-use crate::metrics::{Metrics, TrackedLabels};
 use crate::recovery::RecoveryBudget;
 use crate::room::Room;
+use crate::runtime::leader::Fence;
+use crate::runtime::metrics::{Metrics, TrackedLabels};
+use crate::runtime::{Reconciled, Shared};
 use crate::written::Written;
 
-/// Shared state of the reconciler.
+/// Shared state of the session reconciler: what every controller has
+/// ([`Shared`], reached through `Deref`) and the session's own records.
 pub struct Context {
-    /// API client.
-    pub client: Client,
-    /// Operator-wide settings.
-    pub settings: Settings,
-    /// Metrics.
-    pub metrics: Arc<Metrics>,
-    recorder: Recorder,
-    pub(crate) failures: Failures,
-    pub(crate) fence: Fence,
+    shared: Shared,
     pub(crate) recovery: RecoveryBudget,
     /// The running controllers' caches of their children (replaced when
     /// they restart, after a lost and regained leadership).
@@ -48,17 +41,19 @@ impl std::fmt::Debug for Context {
     }
 }
 
+impl Deref for Context {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
 impl Context {
-    /// A context publishing Events as `reporter`.
+    /// A context publishing Events as `reporter`, writing unconditionally
+    /// (see [`Context::with_fence`]).
     pub fn new(client: Client, settings: Settings, metrics: Arc<Metrics>, reporter: &str) -> Self {
-        let reporter = Reporter { controller: reporter.to_owned(), instance: std::env::var("POD_NAME").ok() };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-            settings,
-            metrics,
-            failures: Failures::default(),
-            fence: Fence::unconditional(),
+            shared: Shared::new(client, settings, metrics, reporter, Fence::unconditional()),
             recovery: RecoveryBudget::default(),
             caches: RwLock::default(),
             written: Arc::default(),
@@ -72,15 +67,6 @@ impl Context {
     pub fn with_room(mut self, room: Arc<Room>) -> Self {
         self.room = room;
         self
-    }
-
-    pub(crate) fn fence(&self) -> &Fence {
-        &self.fence
-    }
-
-    /// Publishes an Event about any object (the room loop's, about pools).
-    pub(crate) async fn publish_about(&self, object: &ObjectReference, type_: EventType, reason: &str, note: String) {
-        guard::publish(&self.recorder, &self.fence, object, type_, reason, note).await;
     }
 
     /// Forgets what the records hold of sessions (by UID) and namespaces
@@ -122,12 +108,19 @@ impl Context {
     }
 
     /// Writes only while `fence` is open (leader election).
-    pub fn with_fence(self, fence: Fence) -> Self {
-        Self { fence, ..self }
+    pub fn with_fence(mut self, fence: Fence) -> Self {
+        self.shared.fence = fence;
+        self
     }
 
     pub(crate) async fn publish(&self, bs: &BrowserSession, type_: EventType, reason: &str, note: String) {
-        guard::publish(&self.recorder, &self.fence, &bs.object_ref(&()), type_, reason, note).await;
+        self.publish_about(&bs.object_ref(&()), type_, reason, note).await;
+    }
+}
+
+impl Reconciled for BrowserSession {
+    fn failure_key(&self) -> String {
+        key(self)
     }
 }
 

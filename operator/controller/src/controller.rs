@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use std::future::Future;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::events::EventType;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use kube::runtime::{watcher, WatchStreamExt};
@@ -21,15 +20,14 @@ use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
 use playpen_api::v1alpha1::{BrowserPool, Phase};
 use playpen_api::BrowserSession;
-use tokio_util::task::AbortOnDropHandle;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::cache::{self, CachedPod, Caches};
 use crate::children;
 use crate::claim;
-use crate::error::{Error, Result};
-use crate::guard;
-use crate::metrics::PhaseLabels;
+use crate::error::Result;
+use crate::runtime::metrics::PhaseLabels;
+use crate::runtime::{self, api};
 use crate::written::Written;
 
 use crate::context::key;
@@ -49,19 +47,6 @@ pub const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(20);
 /// of an ideal controller that creates the children in one the API server
 /// idles between them; measured with tests/bench/operator.sh, burst of 1,000.
 pub const RECONCILE_CONCURRENCY: u16 = 96;
-
-/// Exponential backoff per object, 1 s doubling to 5 minutes; an Event says why.
-pub fn error_policy(bs: Arc<BrowserSession>, error: &Error, ctx: Arc<Context>) -> Action {
-    warn!(%error, name = %bs.name_any(), "reconcile failed");
-    ctx.metrics.reconcile_failed(error);
-    let attempts = ctx.failures.record(&key(&bs));
-    if guard::announce(attempts) {
-        let note = error.to_string();
-        let publisher = ctx.clone();
-        tokio::spawn(async move { publisher.publish(&bs, EventType::Warning, "ReconcileFailed", note).await });
-    }
-    guard::backoff(attempts)
-}
 
 /// Every 5 s: the sessions-by-phase gauge from the controllers' caches, and
 /// the per-object records cut to the sessions that exist. Without a
@@ -145,15 +130,6 @@ fn controller_for(
     caches: &mut Caches,
     written: Arc<Written>,
 ) -> Controller<BrowserSession> {
-    fn api<K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>>(
-        c: &Client,
-        ns: Option<&str>,
-    ) -> Api<K> {
-        match ns {
-            Some(ns) => Api::namespaced(c.clone(), ns),
-            None => Api::all(c.clone()),
-        }
-    }
     // Only our own children wake us: select them by the managed-by label.
     // Secrets are not watched: that would need list/watch on every Secret
     // in the cluster (and hold them in memory); a reconcile reads the
@@ -265,64 +241,43 @@ pub async fn run_with<R, F>(
     R: Fn(Arc<BrowserSession>, Arc<Context>) -> F + Clone + Send + 'static,
     F: Future<Output = Result<Action>> + Send + 'static,
 {
-    let targets: Vec<Option<&str>> =
-        if namespaces.is_empty() { vec![None] } else { namespaces.iter().map(|n| Some(n.as_str())).collect() };
     let mut caches = Caches::default();
-    let controllers: Vec<_> =
-        targets.iter().map(|ns| controller_for(&ctx.client, *ns, &mut caches, ctx.written.clone())).collect();
+    let controllers: Vec<_> = runtime::targets(namespaces)
+        .iter()
+        .map(|ns| controller_for(&ctx.client, ns.as_deref(), &mut caches, ctx.written.clone()))
+        .collect();
     ctx.set_caches(caches);
     let stores = controllers.iter().map(Controller::store).collect();
     let slots = Arc::new(tokio::sync::Semaphore::new(usize::from(RECONCILE_CONCURRENCY)));
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let runs = controllers.into_iter().map(|c| {
-        let mut stop = stop_rx.clone();
-        let store = c.store();
-        c.graceful_shutdown_on(async move {
-            let _ = stop.wait_for(|s| *s).await;
-        })
-        .run(
-            {
-                let reconciler = reconciler.clone();
-                let slots = slots.clone();
-                move |bs: Arc<BrowserSession>, ctx: Arc<Context>| {
-                    let (reconciler, slots, store) = (reconciler.clone(), slots.clone(), store.clone());
-                    // Only the key waits: a session changed meanwhile (a burst's
-                    // status writes) would otherwise stay in memory twice.
-                    let key = ObjectRef::from_obj(&*bs);
-                    let first = ctx.burst.is_first(bs.meta().uid.as_deref().unwrap_or_default(), bs.status.is_some());
-                    drop(bs);
-                    async move {
-                        let _first = first.then(|| ctx.burst.begin());
-                        // Never closed; were it, reconciling unbounded beats not at all.
-                        let _slot = slots.acquire_owned().await.ok();
-                        // The session as it is now, not as when it began to wait
-                        // (gone meanwhile: its owner references clean up).
-                        let Some(bs) = store.get(&key) else {
-                            return Ok(Action::await_change());
-                        };
-                        // Boxed: every session waiting for a slot holds this
-                        // future, whose size would otherwise include the whole
-                        // reconcile's (1,000 waiting: +70 MiB RSS, measured).
-                        let attempt = Box::pin(reconciler(bs, ctx.clone()));
-                        guard::catch_panics(attempt, &ctx.metrics).await
-                    }
+    let controllers = controllers
+        .into_iter()
+        .map(|c| {
+            let (reconciler, slots, store) = (reconciler.clone(), slots.clone(), c.store());
+            let in_turn = move |bs: Arc<BrowserSession>, ctx: Arc<Context>| {
+                let (reconciler, slots, store) = (reconciler.clone(), slots.clone(), store.clone());
+                // Only the key waits: a session changed meanwhile (a burst's
+                // status writes) would otherwise stay in memory twice.
+                let key = ObjectRef::from_obj(&*bs);
+                let first = ctx.burst.is_first(bs.meta().uid.as_deref().unwrap_or_default(), bs.status.is_some());
+                drop(bs);
+                async move {
+                    let _first = first.then(|| ctx.burst.begin());
+                    // Never closed; were it, reconciling unbounded beats not at all.
+                    let _slot = slots.acquire_owned().await.ok();
+                    // The session as it is now, not as when it began to wait
+                    // (gone meanwhile: its owner references clean up).
+                    let Some(bs) = store.get(&key) else {
+                        return Ok(Action::await_change());
+                    };
+                    // Boxed: every session waiting for a slot holds this
+                    // future, whose size would otherwise include the whole
+                    // reconcile's (measured: docs/operations.md).
+                    Box::pin(reconciler(bs, ctx.clone())).await
                 }
-            },
-            error_policy,
-            ctx.clone(),
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "reconcile result");
-            }
+            };
+            (c, in_turn)
         })
-    });
-    let _books = AbortOnDropHandle::new(tokio::spawn(keep_books(stores, ctx.clone())));
-    let _shutdown = AbortOnDropHandle::new(tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    }));
-    info!(?namespaces, "controllers started");
-    futures::future::join_all(runs).await;
-    info!("controllers stopped");
+        .collect();
+    info!(?namespaces, "starting the session controllers");
+    runtime::run("session", controllers, ctx.clone(), keep_books(stores, ctx), shutdown).await;
 }

@@ -11,7 +11,7 @@ use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::metrics::Metrics;
+use crate::runtime::metrics::Metrics;
 
 /// What the probes and scrapes read.
 #[derive(Debug, Default)]

@@ -11,9 +11,10 @@
 //! runs them as one reconcile (gate → dereference → plan → apply → report,
 //! the plan pure); [`controller`] wires it to kube-rs; [`pool`] keeps BrowserPools' warm browsers (its
 //! own plan → create/delete → status, on the same builders); [`room`]
-//! deletes warm Pods for sessions that do not fit; [`leader`],
-//! [`http`] and [`metrics`] make it a
-//! service; [`operator`] puts the pieces together for `main` and for tests.
+//! deletes warm Pods for sessions that do not fit; [`runtime`] runs both
+//! controllers the same way (shared state, guards, leader election,
+//! metrics), and with [`http`] makes it a service; [`operator`] puts the
+//! pieces together for `main` and for tests.
 
 pub mod apply;
 pub mod baseline;
@@ -25,15 +26,15 @@ pub mod context;
 pub mod controller;
 pub mod crd;
 pub mod error;
-pub mod guard;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod http;
-pub mod leader;
-pub mod metrics;
 pub mod operator;
 pub mod ownership;
 pub mod pool;
 pub mod recovery;
 pub mod room;
+pub mod runtime;
 pub mod session;
 pub mod status;
 pub mod telemetry;

@@ -6,9 +6,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use playpen_operator::children::{parse_browser_resources, Cidr, DnsPeer, EgressDefaults, SeccompChoice, Settings};
-use playpen_operator::leader::LeaseConfig;
 use playpen_operator::operator::{self, Config};
 use playpen_operator::recovery::RecoveryBudget;
+use playpen_operator::runtime::leader::LeaseConfig;
 
 #[derive(Debug, Parser)]
 #[command(name = "playpen-operator", version, about = "Reconciles BrowserSession resources")]

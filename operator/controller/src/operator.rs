@@ -14,11 +14,11 @@ use tracing::info;
 use crate::children::Settings;
 use crate::controller::{self, Context};
 use crate::http::{self, Health};
-use crate::leader::{self, Fence, LeaseConfig};
-use crate::metrics::Metrics;
 use crate::pool;
 use crate::recovery::RecoveryBudget;
 use crate::room::{self, Room};
+use crate::runtime::leader::{self, Fence, LeaseConfig};
+use crate::runtime::metrics::Metrics;
 
 /// Everything `run` needs.
 #[derive(Debug, Clone)]

@@ -3,28 +3,18 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use playpen_api::v1alpha1::*;
 use playpen_api::BrowserSession;
 use serde_json::json;
 
 use super::*;
+use crate::fixtures::SessionBuilder;
 
 const UID: &str = "6f1c2a7e-0000-4000-8000-00000000abcd";
 
 fn session(spec: serde_json::Value) -> BrowserSession {
-    let spec: BrowserSessionSpec = serde_json::from_value(spec).expect("spec");
-    BrowserSession {
-        metadata: ObjectMeta {
-            name: Some("demo".into()),
-            namespace: Some("team-a".into()),
-            uid: Some(UID.into()),
-            ..ObjectMeta::default()
-        },
-        spec,
-        status: None,
-    }
+    SessionBuilder::new(spec).namespace("team-a").uid(UID).build()
 }
 
 fn minimal() -> BrowserSession {

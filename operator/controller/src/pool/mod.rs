@@ -11,6 +11,7 @@ pub mod status;
 pub mod warm;
 
 use std::collections::BTreeSet;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::EventType;
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::naming::{
     MANAGER, POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM, POOL_TEMPLATE_LABEL, WARM_NAME_ANNOTATION,
@@ -30,9 +31,10 @@ use tracing::{info, instrument};
 use crate::apply::{self, Child, Target};
 use crate::children::Settings;
 use crate::error::{Error, Result};
-use crate::leader::Fence;
-use crate::metrics::Metrics;
 use crate::room::Room;
+use crate::runtime::leader::Fence;
+use crate::runtime::metrics::Metrics;
+use crate::runtime::{Reconciled, Shared};
 use plan::{DeleteReason, PodState, PoolPod, Want};
 use warm::{Fresh, PoolIdentity};
 
@@ -41,17 +43,11 @@ pub use run::run;
 /// How often a pool is looked at without a watch event.
 pub const REQUEUE: Duration = Duration::from_secs(10);
 
-/// Shared state of the pool reconciler.
+/// Shared state of the pool reconciler: what every controller has
+/// ([`Shared`], reached through `Deref`) and the room it shares with the
+/// session controller.
 pub struct Context {
-    /// API client.
-    pub client: Client,
-    /// Operator-wide settings (the warm Pods' seccomp profile and user).
-    pub settings: Settings,
-    /// Metrics.
-    pub metrics: Arc<Metrics>,
-    recorder: Recorder,
-    failures: crate::guard::Failures,
-    fence: Fence,
+    shared: Shared,
     room: Arc<Room>,
 }
 
@@ -61,19 +57,17 @@ impl std::fmt::Debug for Context {
     }
 }
 
+impl Deref for Context {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
 impl Context {
     /// A context publishing Events as `reporter`, writing only while `fence` is open.
     pub fn new(client: Client, settings: Settings, metrics: Arc<Metrics>, reporter: &str, fence: Fence) -> Self {
-        let reporter = Reporter { controller: reporter.to_owned(), instance: std::env::var("POD_NAME").ok() };
-        Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-            settings,
-            metrics,
-            failures: crate::guard::Failures::default(),
-            fence,
-            room: Arc::default(),
-        }
+        Self { shared: Shared::new(client, settings, metrics, reporter, fence), room: Arc::default() }
     }
 
     /// The same room as the session controller's (see [`crate::room`]).
@@ -83,7 +77,13 @@ impl Context {
     }
 
     async fn publish(&self, pool: &BrowserPool, type_: EventType, reason: &str, note: String) {
-        crate::guard::publish(&self.recorder, &self.fence, &pool.object_ref(&()), type_, reason, note).await;
+        self.publish_about(&pool.object_ref(&()), type_, reason, note).await;
+    }
+}
+
+impl Reconciled for BrowserPool {
+    fn failure_key(&self) -> String {
+        format!("{}/{}", self.namespace().unwrap_or_default(), self.name_any())
     }
 }
 
@@ -130,7 +130,7 @@ pub async fn reconcile(pool: Arc<BrowserPool>, ctx: Arc<Context>) -> Result<Acti
             .await
             .map_err(Error::kube("patch status", "BrowserPool", &id.namespace, &id.name))?;
     }
-    ctx.failures.clear(&run::key(&pool));
+    ctx.failures.clear(&pool.failure_key());
     Ok(Action::requeue(REQUEUE))
 }
 

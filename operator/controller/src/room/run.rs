@@ -69,7 +69,7 @@ async fn round(ctx: &Context, ledger: &mut Ledger) -> bool {
 /// Deletes `pod` if it is still as cached; `false` when it changed or is gone.
 async fn delete(ctx: &Context, pod: &WarmPod) -> Result<bool, kube::Error> {
     // Not while another replica may lead: a deletion is a write like any.
-    let Ok(api) = ctx.fence().writer::<Pod>(&ctx.client, &pod.namespace) else { return Ok(false) };
+    let Ok(api) = ctx.fence.writer::<Pod>(&ctx.client, &pod.namespace) else { return Ok(false) };
     let preconditions = Preconditions { uid: Some(pod.uid.clone()), resource_version: pod.resource_version.clone() };
     match api.delete(&pod.name, &DeleteParams { preconditions: Some(preconditions), ..DeleteParams::default() }).await {
         Ok(_) => Ok(true),

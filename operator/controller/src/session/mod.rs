@@ -6,5 +6,8 @@ mod read;
 mod reconcile;
 mod report;
 
+#[cfg(test)]
+mod mock_tests;
+
 pub use reconcile::reconcile;
 pub(crate) use report::as_reconciled;

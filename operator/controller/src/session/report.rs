@@ -160,7 +160,7 @@ pub(super) async fn write_status(
     if bs.status.as_ref() == Some(&new) {
         return Ok(());
     }
-    let api: Api<BrowserSession> = ctx.fence().writer(&ctx.client, &id.namespace)?;
+    let api: Api<BrowserSession> = ctx.fence.writer(&ctx.client, &id.namespace)?;
     // The status is computed whole, so it is written whole: a JSON patch
     // replaces it (fields it no longer has go too) and costs the API
     // server less than a server-side apply, which merges per field.

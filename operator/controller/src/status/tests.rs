@@ -1,30 +1,20 @@
 //! Status is a pure function: every Pod situation the kubelet can report.
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use playpen_api::v1alpha1::{condition, BrowserSessionSpec, BrowserSessionStatus, Phase};
+use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase};
 use playpen_api::BrowserSession;
 use serde_json::{json, Value};
 
 use super::{compute, Observed};
 use crate::children::{EgressDefaults, Identity};
+use crate::fixtures::SessionBuilder;
 use crate::recovery::Recovery;
 use crate::validate::MissingReference;
 
 fn session(spec: Value) -> BrowserSession {
-    let spec: BrowserSessionSpec = serde_json::from_value(spec).expect("spec");
-    BrowserSession {
-        metadata: ObjectMeta {
-            name: Some("demo".into()),
-            namespace: Some("ns".into()),
-            uid: Some("uid-1".into()),
-            generation: Some(3),
-            ..ObjectMeta::default()
-        },
-        spec,
-        status: None,
-    }
+    SessionBuilder::new(spec).generation(3).build()
 }
 
 fn pod(status: Value) -> Pod {

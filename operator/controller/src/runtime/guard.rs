@@ -17,8 +17,8 @@ use playpen_api::text::{truncate, EVENT_NOTE_MAX_BYTES};
 use tracing::warn;
 
 use crate::error::{Error, Result};
-use crate::leader::Fence;
-use crate::metrics::Metrics;
+use crate::runtime::leader::Fence;
+use crate::runtime::metrics::Metrics;
 
 /// Runs one reconcile so that a panic in it becomes [`Error::Panicked`] for
 /// that object (backoff, a `ReconcileFailed` Event, the panic counter)

@@ -1,0 +1,13 @@
+//! What both controllers run on: [`Shared`] state (the client, settings,
+//! metrics, Events, failure streaks and the leadership fence), [`run`],
+//! the one loop that drives kube-rs `Controller`s until shutdown, the
+//! [`guard`]s around every reconcile, [`leader`] election and [`metrics`].
+
+pub mod guard;
+pub mod leader;
+pub mod metrics;
+mod runner;
+mod shared;
+
+pub use runner::{api, run, targets, Reconciled};
+pub use shared::Shared;
