@@ -13,10 +13,29 @@
 # nodes (kwok from the Go module proxy too). Installs what it needs; stops and purges the
 # cluster when done, so no test object outlives the run (dockerd is left
 # running, and the node's image store stays cached, for the next run).
+#
+#   tests/run.sh [fast|apiserver|node|all]     (default all: what .ci/run runs)
+#     fast       formatting, clippy, unit tests, the mock-API tier and the
+#                layout test: no Docker, cluster or browser
+#     apiserver  fast, then the suites that need only a control plane
+#                (operator, chart, plugin) on tests/cluster/start.sh
+#     node       the single-node cluster and everything that needs it or a
+#                browser or Docker (session runtime, image builder, e2e,
+#                overload, chaos) and the kwok smoke; no fmt/clippy
+#     all        fast, then every suite on the node cluster, then kwok
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { printf '[%s run.sh] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+TIER="${1:-all}"
+case "$TIER" in
+  fast | apiserver | node | all) ;;
+  *)
+    log "ERROR: unknown tier '${TIER}': use fast, apiserver, node or all (the default)"
+    exit 2
+    ;;
+esac
 
 for tool in cargo go; do
   command -v "$tool" >/dev/null || { log "ERROR: $tool is not on PATH (this machine kind ships it; see docs/operations.md)"; exit 1; }
@@ -40,9 +59,19 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # different run on demand: PROPTEST_CASES=10000 PROPTEST_RNG_SEED=<n> bash tests/run.sh
 export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261201}"
 
-log "formatting and lints"
-cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
+if [[ "$TIER" != node ]]; then
+  log "formatting and lints"
+  cargo fmt --all -- --check
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+fi
+
+if [[ "$TIER" == fast ]]; then
+  log "the fast tier: unit tests, the mock-API tier, the layout test"
+  cargo test --workspace --locked --lib --bins
+  cargo test -p playpen-tests --locked --test layout
+  log "fast tier passed in ${SECONDS} s"
+  exit 0
+fi
 
 log "building tests"
 cargo test --workspace --locked --no-run
@@ -54,6 +83,20 @@ export PLAYPEN_OPERATOR_BIN
 cargo build -p kubectl-playpen --locked
 PLAYPEN_KUBECTL_PLUGIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/kubectl-playpen"
 export PLAYPEN_KUBECTL_PLUGIN
+
+if [[ "$TIER" == apiserver ]]; then
+  log "the apiserver tier: a control plane without a node (tests/cluster/start.sh)"
+  cargo test --workspace --locked --lib --bins
+  KUBECONFIG="$(tests/cluster/start.sh | tail -n 1)"
+  export KUBECONFIG
+  PLAYPEN_HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
+  PLAYPEN_KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
+  export PLAYPEN_HELM PLAYPEN_KUBECTL
+  status=0
+  cargo test -p playpen-tests --locked --no-fail-fast --test layout --test operator --test chart --test plugin || status=$?
+  log "apiserver tier done in ${SECONDS} s (the control plane keeps running: tests/cluster/stop.sh)"
+  exit "$status"
+fi
 
 log "starting a fresh single-node cluster (state left by a demo or an earlier run is purged)"
 trap 'tests/cluster/stop.sh --purge >/dev/null 2>&1 || true; tests/imagebuild/registry.sh --stop >/dev/null 2>&1 || true' EXIT
@@ -89,10 +132,16 @@ export PLAYPEN_TEST_DOCKERD
 log "building the operator and browser images, importing them into the node (end-to-end tests)"
 tests/e2e/images.sh
 
-log "running all tests"
 # Every suite runs even after one fails; the run still fails.
 status=0
-cargo test --workspace --locked --no-fail-fast || status=$?
+if [[ "$TIER" == node ]]; then
+  log "running the suites that need the node, a browser or Docker"
+  cargo test --workspace --locked --no-fail-fast --tests --exclude playpen-tests || status=$?
+  cargo test -p playpen-tests --locked --no-fail-fast --test e2e --test overload --test chaos || status=$?
+else
+  log "running all tests"
+  cargo test --workspace --locked --no-fail-fast || status=$?
+fi
 
 log "the simulated fleet: sessions Ready on kwok nodes (tests/cluster/kwok-smoke.sh, its own control plane)"
 # The node cluster first goes: a purge of the smoke's state dir refuses to
@@ -101,4 +150,5 @@ tests/cluster/stop.sh --purge >/dev/null || log "WARNING: the node cluster did n
 PLAYPEN_CLUSTER_DIR=/tmp/playpen-kwok-ci PLAYPEN_ETCD_CLIENT_PORT=25790 PLAYPEN_ETCD_PEER_PORT=25800 \
   PLAYPEN_APISERVER_PORT=18443 PLAYPEN_KCM_PORT=18444 PLAYPEN_KWOK_SCHEDULER_PORT=18460 \
   PLAYPEN_KWOK_PORT=18461 PLAYPEN_KWOK_SMOKE_OPERATOR_PORT=18462 tests/cluster/kwok-smoke.sh || status=$?
+log "${TIER} tier done in ${SECONDS} s"
 exit "$status"

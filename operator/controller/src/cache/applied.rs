@@ -113,6 +113,21 @@ enum Lately {
 #[derive(Debug, Default)]
 struct Unseen(HashMap<Key, Lately>);
 
+impl Unseen {
+    /// Records `lately` of `key`. Every insert goes through here, so the
+    /// map's size passes each power of two in an insert and old records go
+    /// when it has doubled (a deletion's record was once kept without this
+    /// check, so a map could pass its sweep point there and grow for good).
+    fn insert(&mut self, key: Key, lately: Lately) {
+        self.0.insert(key, lately);
+        if self.0.len() >= SWEEP_FROM && self.0.len().is_power_of_two() {
+            self.0.retain(|_, lately| match lately {
+                Lately::Answered { at, .. } | Lately::Deleted { at, .. } => at.elapsed() < TRUST_UNSEEN,
+            });
+        }
+    }
+}
+
 /// A resourceVersion as the number etcd gives it (0: opaque).
 fn revision(version: Option<&str>) -> u64 {
     version.and_then(|v| v.parse().ok()).unwrap_or(0)
@@ -166,7 +181,7 @@ impl<K> Writer<K> {
             }
             Event::Delete(obj) => {
                 let revision = revision(obj.metadata.resource_version.as_deref());
-                unseen.0.insert(key(&obj.metadata), Lately::Deleted { revision, at: Instant::now() });
+                unseen.insert(key(&obj.metadata), Lately::Deleted { revision, at: Instant::now() });
             }
             Event::Init | Event::InitDone => {}
         }
@@ -273,12 +288,7 @@ impl<K> Applied<K> {
                 return;
             }
         }
-        unseen.0.insert(key, Lately::Answered { digest: digest.to_owned(), at: Instant::now() });
-        if unseen.0.len() >= SWEEP_FROM && unseen.0.len().is_power_of_two() {
-            unseen.0.retain(|_, lately| match lately {
-                Lately::Answered { at, .. } | Lately::Deleted { at, .. } => at.elapsed() < TRUST_UNSEEN,
-            });
-        }
+        unseen.insert(key, Lately::Answered { digest: digest.to_owned(), at: Instant::now() });
     }
 
     /// Whether `meta` is a version of its child this process has verified
@@ -442,5 +452,19 @@ mod tests {
         applied.verified("ns", "last", Some("1"));
         let left: Vec<Key> = applied.verified.lock().unwrap().keys().cloned().collect();
         assert_eq!(left, [("ns".to_owned(), "kept".to_owned())], "only what a store holds");
+    }
+
+    #[test]
+    fn deletions_alone_sweep_old_records_when_the_map_doubles() {
+        let applied = Applied::<ConfigMap>::default();
+        let long_ago = Instant::now().checked_sub(TRUST_UNSEEN * 2).expect("a clock past boot");
+        let mut unseen = applied.unseen.lock().unwrap();
+        for i in 0..SWEEP_FROM - 1 {
+            unseen.insert(("ns".into(), format!("c{i}")), Lately::Deleted { revision: 1, at: long_ago });
+        }
+        assert_eq!(unseen.0.len(), SWEEP_FROM - 1);
+        // The churn bench's case: sessions deleted, their children's deletions noted.
+        unseen.insert(("ns".into(), "now".into()), Lately::Deleted { revision: 2, at: Instant::now() });
+        assert_eq!(unseen.0.len(), 1, "only the recent deletion stays");
     }
 }
