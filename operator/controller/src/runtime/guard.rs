@@ -1,7 +1,6 @@
 //! What every reconciler here shares: a panic in one object's reconcile
 //! caught as that object's error, a failure streak per object backed off
-//! and announced once (and every 16th retry), and Events written only while
-//! this replica may write.
+//! and announced once (and every 16th retry).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,14 +9,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::FutureExt;
-use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder};
-use playpen_api::text::{truncate, EVENT_NOTE_MAX_BYTES};
-use tracing::warn;
 
 use crate::error::{Error, Result};
-use crate::runtime::leader::Fence;
 use crate::runtime::metrics::Metrics;
 
 /// Runs one reconcile so that a panic in it becomes [`Error::Panicked`] for
@@ -95,28 +89,6 @@ pub fn backoff(attempts: u32) -> Action {
 /// every 16th, so a struggling API server is not also flooded with Events.
 pub fn announce(attempts: u32) -> bool {
     attempts == 1 || attempts.is_multiple_of(16)
-}
-
-/// Publishes an Event about `object`, only while `fence` is open. The note
-/// carries text from outside, so it is cut to what the API server accepts.
-pub async fn publish(
-    recorder: &Recorder,
-    fence: &Fence,
-    object: &ObjectReference,
-    type_: EventType,
-    reason: &str,
-    note: String,
-) {
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        note: Some(truncate(&note, EVENT_NOTE_MAX_BYTES)),
-        action: "Reconcile".to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = fence.publish(recorder, &event, object).await {
-        warn!(%error, reason, "could not publish event");
-    }
 }
 
 #[cfg(test)]

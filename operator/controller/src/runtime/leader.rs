@@ -162,20 +162,6 @@ impl Fence {
         Ok(Api::namespaced(client.clone(), namespace))
     }
 
-    /// Publishes `event` about `object` while this replica holds its term;
-    /// skips it otherwise (Events are best effort).
-    pub async fn publish(
-        &self,
-        recorder: &kube::runtime::events::Recorder,
-        event: &kube::runtime::events::Event,
-        object: &k8s_openapi::api::core::v1::ObjectReference,
-    ) -> Result<(), kube::Error> {
-        if !self.is_open() {
-            return Ok(());
-        }
-        recorder.publish(event, object).await
-    }
-
     /// Whether a write may be sent now.
     fn is_open(&self) -> bool {
         match self.term() {

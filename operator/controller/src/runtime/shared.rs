@@ -3,15 +3,16 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::EventType;
 use kube::Client;
 
-use super::guard::{self, Failures};
+use super::events::Publisher;
+use super::guard::Failures;
 use super::leader::Fence;
 use super::metrics::Metrics;
 use crate::children::Settings;
 
-/// The client, settings, metrics, Event recorder, failure streaks and
+/// The client, settings, metrics, Event publisher, failure streaks and
 /// fence of one controller. Each controller's context derefs to its own.
 pub struct Shared {
     /// API client (reads; writes go through [`Fence::writer`]).
@@ -20,7 +21,7 @@ pub struct Shared {
     pub settings: Settings,
     /// Metrics.
     pub metrics: Arc<Metrics>,
-    recorder: Recorder,
+    events: Publisher,
     pub(crate) failures: Failures,
     pub(crate) fence: Fence,
 }
@@ -35,19 +36,11 @@ impl Shared {
     /// Shared state publishing Events as `reporter` (this Pod's name, when
     /// set, as the instance), writing only while `fence` is open.
     pub fn new(client: Client, settings: Settings, metrics: Arc<Metrics>, reporter: &str, fence: Fence) -> Self {
-        let reporter = Reporter { controller: reporter.to_owned(), instance: std::env::var("POD_NAME").ok() };
-        Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-            settings,
-            metrics,
-            failures: Failures::default(),
-            fence,
-        }
+        Self { events: Publisher::new(reporter), client, settings, metrics, failures: Failures::default(), fence }
     }
 
     /// Publishes an Event about `object` (best effort, only while leading).
     pub(crate) async fn publish_about(&self, object: &ObjectReference, type_: EventType, reason: &str, note: String) {
-        guard::publish(&self.recorder, &self.fence, object, type_, reason, note).await;
+        self.events.publish(&self.client, &self.fence, object, type_, reason, &note).await;
     }
 }
