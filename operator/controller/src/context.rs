@@ -5,7 +5,6 @@ use std::collections::HashSet;
 use std::ops::Deref;
 use std::sync::{Arc, RwLock};
 
-use kube::runtime::events::EventType;
 use kube::{Client, Resource, ResourceExt};
 use playpen_api::BrowserSession;
 
@@ -111,10 +110,6 @@ impl Context {
     pub fn with_fence(mut self, fence: Fence) -> Self {
         self.shared.fence = fence;
         self
-    }
-
-    pub(crate) async fn publish(&self, bs: &BrowserSession, type_: EventType, reason: &str, note: String) {
-        self.publish_about(&bs.object_ref(&()), type_, reason, note).await;
     }
 }
 

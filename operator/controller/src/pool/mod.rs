@@ -75,10 +75,6 @@ impl Context {
         self.room = room;
         self
     }
-
-    async fn publish(&self, pool: &BrowserPool, type_: EventType, reason: &str, note: String) {
-        self.publish_about(&pool.object_ref(&()), type_, reason, note).await;
-    }
 }
 
 impl Reconciled for BrowserPool {

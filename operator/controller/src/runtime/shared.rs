@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::EventType;
-use kube::Client;
+use kube::{Client, Resource};
 
 use super::events::Publisher;
 use super::guard::Failures;
@@ -39,7 +39,18 @@ impl Shared {
         Self { events: Publisher::new(reporter), client, settings, metrics, failures: Failures::default(), fence }
     }
 
-    /// Publishes an Event about `object` (best effort, only while leading).
+    /// Publishes an Event about `object`, a session or a pool (best effort, only while leading).
+    pub(crate) async fn publish<K: Resource<DynamicType = ()>>(
+        &self,
+        object: &K,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        self.publish_about(&object.object_ref(&()), type_, reason, note).await;
+    }
+
+    /// Publishes an Event about the object `object` refers to (best effort, only while leading).
     pub(crate) async fn publish_about(&self, object: &ObjectReference, type_: EventType, reason: &str, note: String) {
         self.events.publish(&self.client, &self.fence, object, type_, reason, &note).await;
     }
