@@ -12,6 +12,9 @@
 #   PLAYPEN_BENCH_OPERATOR_ENV_<NAME>=<value>
 #                                <NAME>=<value> for the operator only (a heap profiler's
 #                                LD_PRELOAD: docs/operations.md, "Memory under churn")
+#   PLAYPEN_BENCH_END_WITH_SIGKILL=1
+#                                end the operator with SIGKILL, not a clean stop (the
+#                                profiler then lists what it still held as leaked)
 # Leaves nothing behind: its namespace (label playpen.dev/bench=churn) is
 # deleted on every exit, and an earlier interrupted run's before it starts.
 set -euo pipefail

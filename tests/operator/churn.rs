@@ -1,6 +1,6 @@
 //! The operator's per-object records follow what exists: sessions created
 //! and deleted in numbers (each refused a child, so every record fills:
-//! written statuses, failing streaks, the namespace's baseline) leave
+//! the record of its own writes, failing streaks, the namespace's baseline) leave
 //! nothing behind once gone. `PLAYPEN_CHURN_CYCLES` sets how many (200 by
 //! default; 10000 for the long run the issue asks for).
 
@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::one_network_policy_quota;
 
-const RECORDS: [&str; 4] = ["written", "deferred", "failing", "baselines"];
+const RECORDS: [&str; 4] = ["own_writes", "deferred", "failing", "baselines"];
 
 fn tracked(metrics: &Metrics, record: &str) -> i64 {
     metrics.tracked.get_or_create(&TrackedLabels { record: record.to_owned() }).get()

@@ -24,8 +24,8 @@ use crate::cache::applied::Verdict;
 use crate::cache::{self, Cached, Caches};
 use crate::children::Children;
 use crate::error::{Error, Result};
-use crate::ownership;
 use crate::runtime::leader::Fence;
+use crate::{own_writes, ownership};
 
 /// What a child object must be to be server-side applied in a namespace.
 pub trait Child:
@@ -189,9 +189,7 @@ pub fn digest_of<K: Resource>(stamped: &K) -> &str {
 /// until a watch shows it, for a few seconds, trusts it is there).
 fn remember<K: Cached>(to: Target<'_>, obj: &K) {
     if let Some(applied) = K::applied(to.cache) {
-        let (name, version) = (obj.name_any(), obj.meta().resource_version.as_deref());
-        applied.verified(to.namespace, &name, version);
-        applied.answered(to.namespace, &name, digest_of(obj), version);
+        applied.remember(obj.meta(), digest_of(obj));
     }
 }
 
@@ -224,7 +222,7 @@ pub enum Found {
 /// changed since it was last seen as wanted.
 async fn look<K: Cached + Child>(to: Target<'_>, stamped: &K) -> Result<Found> {
     let Some(applied) = K::applied(to.cache) else { return create_or_compare(to, stamped).await };
-    match applied.look(to.namespace, &stamped.name_any(), digest_of(stamped)) {
+    match applied.look(stamped.meta(), digest_of(stamped)) {
         Verdict::Missing => create_or_compare(to, stamped).await,
         Verdict::Stale => Ok(Found::Differs),
         Verdict::AsWanted => Ok(Found::AsWanted),
@@ -305,7 +303,7 @@ pub async fn create_the_pod(to: Target<'_>, pod: &Pod) -> Result<()> {
 /// The create's own watch event is no news to the reconcile that made it.
 fn expect_echo(to: Target<'_>, created: Option<&Pod>) {
     if let Some(pod) = created {
-        to.cache.created_pods.expect(to.namespace, &pod.name_any(), pod.meta().resource_version.as_deref());
+        to.cache.own.created(&own_writes::Key::of::<Pod>(pod.meta()), pod.meta().resource_version.as_deref());
     }
 }
 
@@ -453,8 +451,9 @@ async fn ensure_secret(to: Target<'_>, desired: Option<&Secret>, seen: Seen) -> 
     let Some(desired) = desired else { return Ok(Found::AsWanted) };
     let desired = &stamp(desired)?;
     let name = desired.name_any();
-    let digest = digest_of(desired);
-    let seen_lately = |to: Target<'_>| to.cache.secrets.saw(to.namespace, &name, digest);
+    let (own, key) = (&to.cache.own, own_writes::Key::of::<Secret>(desired.meta()));
+    let digest = own.fingerprint(&digest_of(desired));
+    let seen_lately = |_: Target<'_>| own.saw(&key, digest);
     if seen == Seen::Unknown {
         let found = create_or_compare(to, desired).await?;
         if found != Found::Differs {
@@ -463,7 +462,7 @@ async fn ensure_secret(to: Target<'_>, desired: Option<&Secret>, seen: Seen) -> 
         }
     }
     if seen == Seen::Before {
-        if to.cache.secrets.fresh(to.namespace, &name, digest) {
+        if own.answered_lately(&key, digest, cache::SECRET_RECHECK) {
             return Ok(Found::AsWanted);
         }
         let api: Api<Secret> = Api::namespaced(to.client.clone(), to.namespace);

@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::ResourceExt;
 
 use crate::apply::{self, Target};
 use crate::cache::applied::Verdict;
@@ -35,8 +34,8 @@ impl Baselines {
     pub async fn ensure(&self, to: Target<'_>) -> Result<()> {
         let namespace = self.of(to.namespace)?;
         let stamped = &namespace.stamped;
-        let (name, digest) = (stamped.name_any(), apply::digest_of(stamped));
-        let as_wanted = || to.cache.network_policies.look(to.namespace, &name, digest) == Verdict::AsWanted;
+        let digest = apply::digest_of(stamped);
+        let as_wanted = || to.cache.network_policies.look(&stamped.metadata, digest) == Verdict::AsWanted;
         if as_wanted() {
             return Ok(());
         }

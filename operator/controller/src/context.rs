@@ -12,12 +12,12 @@ use crate::baseline::Baselines;
 use crate::burst::Burst;
 use crate::cache::Caches;
 use crate::children::Settings;
+use crate::own_writes::OwnWrites;
 use crate::recovery::RecoveryBudget;
 use crate::room::Room;
 use crate::runtime::leader::Fence;
 use crate::runtime::metrics::{Metrics, TrackedLabels};
 use crate::runtime::{Reconciled, Shared};
-use crate::written::Written;
 
 /// Shared state of the session reconciler: what every controller has
 /// ([`Shared`], reached through `Deref`) and the session's own records.
@@ -27,7 +27,9 @@ pub struct Context {
     /// The running controllers' caches of their children (replaced when
     /// they restart, after a lost and regained leadership).
     caches: RwLock<Arc<Caches>>,
-    pub(crate) written: Arc<Written>,
+    /// What this process wrote; the caches are judged with it, and keep it
+    /// when they are replaced.
+    pub(crate) own: Arc<OwnWrites>,
     pub(crate) baselines: Baselines,
     pub(crate) burst: Burst,
     /// Shared with the room loop and the pool reconciler.
@@ -55,7 +57,7 @@ impl Context {
             shared: Shared::new(client, settings, metrics, reporter, Fence::unconditional()),
             recovery: RecoveryBudget::default(),
             caches: RwLock::default(),
-            written: Arc::default(),
+            own: Arc::default(),
             baselines: Baselines::default(),
             burst: Burst::default(),
             room: Arc::default(),
@@ -71,7 +73,7 @@ impl Context {
     /// Forgets what the records hold of sessions (by UID) and namespaces
     /// no longer there.
     pub(crate) fn forget_all_but(&self, uids: &HashSet<String>, namespaces: &HashSet<String>) {
-        self.written.retain(|uid| uids.contains(uid));
+        self.own.retain(|owner| uids.contains(owner) || namespaces.contains(owner));
         self.burst.retain(|uid| uids.contains(uid));
         self.failures.retain(|uid| uids.contains(uid));
         self.baselines.retain(|ns| namespaces.contains(ns));
@@ -80,7 +82,7 @@ impl Context {
     /// Sets the `tracked_objects` gauges.
     pub(crate) fn report_tracked(&self) {
         let sizes = [
-            ("written", self.written.pending()),
+            ("own_writes", self.own.len()),
             ("deferred", self.burst.deferred()),
             ("failing", self.failures.len()),
             ("baselines", self.baselines.len()),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use std::future::Future;
 
 use futures::TryStreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
@@ -26,9 +26,9 @@ use crate::cache::{self, CachedPod, Caches};
 use crate::children;
 use crate::claim;
 use crate::error::Result;
+use crate::own_writes::{Key, OwnWrites};
 use crate::runtime::metrics::PhaseLabels;
 use crate::runtime::{self, api};
-use crate::written::Written;
 
 use crate::context::key;
 pub use crate::context::Context;
@@ -38,7 +38,7 @@ use crate::{apply, session};
 /// How long the controller waits after an event for more of the same
 /// object's before it reconciles: short, since a claim waits for it too;
 /// a cache that has not seen this operator's own status write yet is
-/// caught by [`Written`], not by waiting.
+/// caught by [`OwnWrites`], not by waiting.
 pub const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(20);
 
 /// Reconciles in flight at once (the others wait their turn in order). A
@@ -79,12 +79,12 @@ async fn keep_books(stores: Vec<Store<BrowserSession>>, ctx: Arc<Context>) {
 
 /// The watch of the sessions' Pods: it keeps them, as a reconcile reads
 /// them, in `stores` and wakes their owners, except for the event of a
-/// Pod at the version this process created it (`echoes`): no news.
+/// Pod at the version this process created it (`own`): no news.
 fn cached_pods(
     api: Api<CachedPod>,
     config: watcher::Config,
     stores: &mut cache::Stores<CachedPod>,
-    echoes: Option<cache::Echoes>,
+    own: Option<Arc<OwnWrites>>,
 ) -> impl futures::Stream<Item = std::result::Result<CachedPod, watcher::Error>> + Send + 'static {
     let (reader, writer) = reflector::store();
     stores.push(reader);
@@ -93,7 +93,8 @@ fn cached_pods(
         .modify(CachedPod::trim)
         .reflect(writer)
         .try_filter(move |event| {
-            let echo = matches!((event, &echoes), (Event::Apply(pod), Some(e)) if e.heard(&pod.metadata));
+            let echo = matches!((event, &own), (Event::Apply(pod), Some(own))
+                if own.heard_created(&Key::of::<Pod>(&pod.metadata), &pod.metadata));
             std::future::ready(!echo)
         })
         .touched_objects()
@@ -124,12 +125,8 @@ where
         .touched_objects()
 }
 
-fn controller_for(
-    client: &Client,
-    namespace: Option<&str>,
-    caches: &mut Caches,
-    written: Arc<Written>,
-) -> Controller<BrowserSession> {
+fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches) -> Controller<BrowserSession> {
+    let own = caches.own.clone();
     // Only our own children wake us: select them by the managed-by label.
     // Secrets are not watched: that would need list/watch on every Secret
     // in the cluster (and hold them in memory); a reconcile reads the
@@ -152,10 +149,10 @@ fn controller_for(
         .modify(cache::slim)
         .reflect(writer)
         .try_filter(move |event| {
-            let echo = matches!(event, Event::Apply(bs) if written.is_echo(
-                bs.meta().uid.as_deref().unwrap_or_default(),
+            let echo = matches!(event, Event::Apply(bs) if own.is_echo(
+                &Key::status_of(bs),
                 bs.meta().resource_version.as_deref(),
-                || written.fingerprint(&session::as_reconciled(bs, bs.status.as_ref())),
+                || own.fingerprint(&session::as_reconciled(bs, bs.status.as_ref())),
             ));
             std::future::ready(!echo)
         })
@@ -185,7 +182,7 @@ fn controller_for(
             api::<CachedPod>(client, namespace),
             owned(),
             &mut caches.pods,
-            Some(caches.created_pods.clone()),
+            Some(caches.own.clone()),
         ))
         .owns_stream(cached_metas(
             api::<PartialObjectMeta<ConfigMap>>(client, namespace),
@@ -241,11 +238,9 @@ pub async fn run_with<R, F>(
     R: Fn(Arc<BrowserSession>, Arc<Context>) -> F + Clone + Send + 'static,
     F: Future<Output = Result<Action>> + Send + 'static,
 {
-    let mut caches = Caches::default();
-    let controllers: Vec<_> = runtime::targets(namespaces)
-        .iter()
-        .map(|ns| controller_for(&ctx.client, ns.as_deref(), &mut caches, ctx.written.clone()))
-        .collect();
+    let mut caches = Caches::new(ctx.own.clone());
+    let controllers: Vec<_> =
+        runtime::targets(namespaces).iter().map(|ns| controller_for(&ctx.client, ns.as_deref(), &mut caches)).collect();
     ctx.set_caches(caches);
     let stores = controllers.iter().map(Controller::store).collect();
     let slots = Arc::new(tokio::sync::Semaphore::new(usize::from(RECONCILE_CONCURRENCY)));

@@ -14,7 +14,9 @@
 //! deletes warm Pods for sessions that do not fit; [`runtime`] runs both
 //! controllers the same way (shared state, guards, leader election,
 //! metrics), and with [`http`] makes it a service; [`operator`] puts the
-//! pieces together for `main` and for tests.
+//! pieces together for `main` and for tests. [`own_writes`] is the one
+//! record of what this process wrote, by which its caches and watches tell
+//! their own writes' echoes from news.
 
 pub mod apply;
 pub mod baseline;
@@ -30,6 +32,7 @@ pub mod error;
 pub(crate) mod fixtures;
 pub mod http;
 pub mod operator;
+pub mod own_writes;
 pub mod ownership;
 pub mod pool;
 pub mod recovery;
@@ -39,6 +42,5 @@ pub mod session;
 pub mod status;
 pub mod telemetry;
 pub mod validate;
-pub mod written;
 
 pub use error::{Error, Result};

@@ -155,6 +155,12 @@ impl Operator {
         self.addr
     }
 
+    /// SIGKILL at once: nothing the process holds is freed.
+    #[allow(dead_code)] // only the churn bench ends an operator this way
+    pub async fn kill(mut self) -> anyhow::Result<()> {
+        Ok(self.child.kill().await?)
+    }
+
     /// SIGTERM, then SIGKILL if it has not exited within 15 s.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         let _ = tokio::process::Command::new("kill").args(["-TERM", &self.pid.to_string()]).status().await;

@@ -11,12 +11,10 @@
 //! re-applied, is read again when it is not in the store.
 
 pub mod applied;
-pub mod echoes;
 pub mod pod;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -26,8 +24,9 @@ use playpen_api::v1alpha1::BrowserPool;
 use serde_json::Value;
 
 pub use applied::Applied;
-pub use echoes::Echoes;
 pub use pod::CachedPod;
+
+use crate::own_writes::OwnWrites;
 
 /// One kind's stores: one per watched namespace (or one for all).
 #[derive(Clone)]
@@ -75,9 +74,12 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Stores<K> {
     }
 }
 
-/// The session controller's stores of the children it owns.
+/// The session controller's stores of the children it owns, and the
+/// record of its own writes they are judged with.
 #[derive(Debug, Clone, Default)]
 pub struct Caches {
+    /// What this process wrote (statuses, Pods, children, launch Secrets).
+    pub own: Arc<OwnWrites>,
     /// Browser Pods (owned by sessions, claimed or cold, and the pools'
     /// warm ones), as a reconcile reads them.
     pub pods: Stores<CachedPod>,
@@ -93,10 +95,6 @@ pub struct Caches {
     pub network_policies: Applied<NetworkPolicy>,
     /// Snapshot volume claims.
     pub claims: Applied<PersistentVolumeClaim>,
-    /// Launch Secrets recently written or read as built.
-    pub secrets: SecretsSeen,
-    /// Session Pods this process created whose watch event has not come.
-    pub created_pods: Echoes,
 }
 
 /// How long a launch Secret written or read as built is trusted without a
@@ -104,38 +102,27 @@ pub struct Caches {
 /// reads it and a hand edit is put back within it.
 pub const SECRET_RECHECK: Duration = Duration::from_secs(240);
 
-/// Launch Secrets (not watched) by the digest they were last written or
-/// read with, and when: a reconcile soon after does not read one again.
-#[derive(Debug, Clone, Default)]
-pub struct SecretsSeen(Arc<Mutex<HashMap<SecretKey, (String, Instant)>>>);
-
-/// A Secret's namespace and name.
-type SecretKey = (String, String);
-
-impl SecretsSeen {
-    /// Whether `namespace/name` was seen with `digest` within [`SECRET_RECHECK`].
-    pub fn fresh(&self, namespace: &str, name: &str, digest: &str) -> bool {
-        let Ok(seen) = self.0.lock() else { return false };
-        seen.get(&(namespace.to_owned(), name.to_owned()))
-            .is_some_and(|(d, at)| d == digest && at.elapsed() < SECRET_RECHECK)
-    }
-
-    /// Records that `namespace/name` holds `digest` now. Stale entries (of
-    /// deleted sessions too) go when the map has doubled since the last sweep.
-    pub fn saw(&self, namespace: &str, name: &str, digest: &str) {
-        let Ok(mut seen) = self.0.lock() else { return };
-        seen.insert((namespace.to_owned(), name.to_owned()), (digest.to_owned(), Instant::now()));
-        if seen.len().is_power_of_two() && seen.len() >= 1024 {
-            seen.retain(|_, (_, at)| at.elapsed() < SECRET_RECHECK);
-        }
-    }
-}
+/// How long a Pod this process created is expected before its watch event
+/// (its event came first, or it was deleted first: then it never comes).
+pub const CREATED_POD_EXPECTED: Duration = Duration::from_secs(60);
 
 /// How long a reconcile waits for the first list of every store before it
 /// goes on without them (misses: as if nothing were cached).
 const READY_WAIT: Duration = Duration::from_secs(10);
 
 impl Caches {
+    /// Empty stores, judged with `own`.
+    pub fn new(own: Arc<OwnWrites>) -> Self {
+        Self {
+            config_maps: Applied::new(own.clone()),
+            services: Applied::new(own.clone()),
+            network_policies: Applied::new(own.clone()),
+            claims: Applied::new(own.clone()),
+            own,
+            ..Self::default()
+        }
+    }
+
     /// Waits until every store of children holds its first list, so the
     /// first reconciles after a start (a full resync) find what exists.
     /// False when they did not within [`READY_WAIT`]: a miss then says
@@ -310,18 +297,10 @@ mod tests {
     #[test]
     fn secrets_are_never_cached_and_an_empty_cache_holds_nothing() {
         let caches = Caches::default();
-        assert_eq!(ConfigMap::applied(&caches).map(|a| a.look("ns", "m", "d")), Some(applied::Verdict::Missing));
+        let built =
+            kube::api::ObjectMeta { name: Some("m".into()), namespace: Some("ns".into()), ..Default::default() };
+        assert_eq!(ConfigMap::applied(&caches).map(|a| a.look(&built, "d")), Some(applied::Verdict::Missing));
         assert!(Secret::applied(&caches).is_none(), "Secrets are not watched");
-    }
-
-    #[test]
-    fn a_secret_seen_with_another_digest_is_not_fresh() {
-        let seen = SecretsSeen::default();
-        assert!(!seen.fresh("ns", "s", "d1"));
-        seen.saw("ns", "s", "d1");
-        assert!(seen.fresh("ns", "s", "d1"));
-        assert!(!seen.fresh("ns", "s", "d2"), "built differently now: read it");
-        assert!(!seen.fresh("other", "s", "d1"));
     }
 
     #[test]

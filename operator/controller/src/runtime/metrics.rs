@@ -129,7 +129,7 @@ impl Default for Metrics {
         );
         registry.register(
             "tracked_objects",
-            "Entries in the operator's per-object records (written statuses, deferred first statuses, failing objects, namespace baselines); they follow what exists",
+            "Entries in the operator's per-object records (its own writes, deferred first statuses, failing objects, namespace baselines); they follow what exists",
             tracked.clone(),
         );
         registry.register(

@@ -131,7 +131,7 @@ async fn a_stale_or_deleted_session_sends_nothing() {
     let mut bs = cold();
     bs.metadata.resource_version = Some("5".into());
     let (mock, ctx) = world(&bs);
-    ctx.written.record("uid-1", Some("100"));
+    ctx.own.wrote(&crate::own_writes::Key::status_of(&bs), Some("100"));
     let action = reconcile(Arc::new(bs.clone()), ctx.clone()).await.expect("stale");
     assert_eq!(action, Action::requeue(STALE_REQUEUE));
     let mut deleting = bs;

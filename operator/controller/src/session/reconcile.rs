@@ -20,11 +20,12 @@ use super::read::{PoolAnswer, Read};
 use super::report;
 use crate::apply::{self, PodState, Target};
 use crate::burst;
-use crate::cache::Caches;
+use crate::cache::{self, Caches};
 use crate::children::{self, Children, Identity};
 use crate::claim::{self, outcome};
 use crate::context::{key, Context};
 use crate::error::{Error, Result};
+use crate::own_writes::Key;
 use crate::recovery::{self, Recovery};
 use crate::room;
 use crate::status::{self, Observed, Refused};
@@ -96,7 +97,7 @@ fn arrival(ctx: &Context, caches: &Caches, bs: &BrowserSession, now: Timestamp) 
     let yielding = deferred && ctx.burst.yields(uid, age(bs, now));
     Arrival {
         deleting: bs.meta().deletion_timestamp.is_some(),
-        stale: ctx.written.is_stale(uid, bs.meta().resource_version.as_deref()),
+        stale: ctx.own.is_stale(&Key::status_of(bs), bs.meta().resource_version.as_deref()),
         yielding_first: yielding.then(|| deferred_browser_phase(caches, bs)),
     }
 }
@@ -105,7 +106,7 @@ fn arrival(ctx: &Context, caches: &Caches, bs: &BrowserSession, now: Timestamp) 
 /// its Pod, whose runtime closes the browser on SIGTERM.
 fn forget(ctx: &Context, bs: &BrowserSession) -> Action {
     let uid = bs.meta().uid.as_deref().unwrap_or_default();
-    ctx.written.forget(uid);
+    ctx.own.forget(uid);
     ctx.burst.forget(uid);
     Action::await_change()
 }
@@ -195,7 +196,10 @@ async fn dereference(
         baseline,
         pod_cached: target.cache.pods.get(&id.namespace, &pod_name).is_some(),
         deferred,
-        created_unseen: target.cache.created_pods.awaits(&id.namespace, &pod_name),
+        created_unseen: target
+            .cache
+            .own
+            .awaits(&Key::new(uid, "Pod", &id.namespace, &pod_name), cache::CREATED_POD_EXPECTED),
         recorded: bs.status.as_ref().is_some_and(|s| s.pod_name.is_some()),
         burst: ctx.burst.yields(uid, age(bs, now)),
     };

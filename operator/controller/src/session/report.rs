@@ -23,6 +23,7 @@ use crate::claim::outcome::{self, ClaimResult};
 use crate::claim::{Pooled, Refusal};
 use crate::context::{key, Context};
 use crate::error::{Error, Result};
+use crate::own_writes::Key;
 use crate::recovery::Recovery;
 use crate::status::{self, Observed};
 
@@ -168,15 +169,16 @@ pub(super) async fn write_status(
         .map_err(|source| Error::Serialize { what: "a status patch", source })?;
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..PatchParams::default() };
     let uid = &id.owner.uid;
-    ctx.written.expect(uid, ctx.written.fingerprint(&as_reconciled(bs, Some(&new))));
+    let key = Key::status_of(bs);
+    ctx.own.expect(&key, ctx.own.fingerprint(&as_reconciled(bs, Some(&new))));
     match api.patch_status(&id.name, &params, &Patch::Json::<()>(patch)).await {
         Ok(written) => {
-            ctx.written.record(uid, written.meta().resource_version.as_deref());
+            ctx.own.wrote(&key, written.meta().resource_version.as_deref());
             ctx.burst.forget(uid);
             Ok(())
         }
         Err(e) => {
-            ctx.written.abandon(uid);
+            ctx.own.abandon(&key);
             Err(Error::kube("patch status", "BrowserSession", &id.namespace, &id.name)(e))
         }
     }
@@ -184,7 +186,7 @@ pub(super) async fn write_status(
 
 /// What a reconcile reads of a session but its resourceVersion (its spec
 /// by generation): a watch event that shows what a status write made of
-/// the session is that write's echo ([`crate::written::Written::is_echo`]).
+/// the session is that write's echo ([`crate::own_writes::OwnWrites::is_echo`]).
 pub(crate) fn as_reconciled<'a>(
     bs: &'a BrowserSession,
     status: Option<&'a BrowserSessionStatus>,
