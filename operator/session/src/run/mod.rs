@@ -2,26 +2,10 @@
 //! and namespace, CLI attribution and hooks, browser readiness, pinned
 //! port), then the supervised children, retention, and the wait for SIGTERM.
 
-pub(crate) mod auth;
-pub(crate) mod cdp;
-pub(crate) mod daemon;
-pub(crate) mod dashboard;
-pub(crate) mod dir_watch;
-pub(crate) mod health;
-pub(crate) mod idle;
-pub(crate) mod launch_defaults;
-pub(crate) mod namespace;
-pub(crate) mod output;
-pub(crate) mod pristine;
-pub(crate) mod profile;
-pub(crate) mod readiness;
-pub(crate) mod reaper;
-pub(crate) mod recording;
-pub mod relay;
-pub(crate) mod report;
-pub mod retention;
-pub(crate) mod shutdown;
-pub(crate) mod supervisor;
+pub(crate) mod browser;
+pub mod expose;
+pub mod policy;
+pub(crate) mod process;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,12 +19,15 @@ use tokio::sync::{mpsc, watch};
 use crate::cli_install::{self, CoreInstall, HooksError, VerdictCache, DASHBOARD_ENTRY};
 use crate::config::{child_env, load, which, Options, ViewerDashboard};
 use crate::error::{exit, Fatal};
-use daemon::{daemon_args, AuthLoad, DaemonPlan, DaemonState};
-use reaper::Managed;
-use relay::Waits;
-use report::Reporter;
-use retention::Policy;
-use supervisor::ChildSpec;
+use browser::daemon::{daemon_args, AuthLoad, DaemonPlan, DaemonState};
+use browser::{auth, launch_defaults, namespace, profile, readiness, recording, shutdown};
+use expose::relay::{self, Waits};
+use expose::{cdp, dashboard, health};
+use policy::retention::{self, Policy};
+use policy::{idle, pristine};
+use process::reaper::{self, Managed};
+use process::report::Reporter;
+use process::supervisor::ChildSpec;
 
 /// How long a daemon or dashboard start may take before it is torn down.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -250,7 +237,7 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     let (state_tx, state_rx) = watch::channel(DaemonState::Starting);
     let (exited_tx, _exited_rx) = mpsc::unbounded_channel();
     let mut daemon_task =
-        tokio::spawn(crate::run::daemon::supervise(plan, managed.clone(), state_tx, stop_rx.clone(), exited_tx));
+        tokio::spawn(browser::daemon::supervise(plan, managed.clone(), state_tx, stop_rx.clone(), exited_tx));
     if let Some(load) = follower {
         tokio::spawn(auth::follow(opts.config.clone().into(), load, managed.clone(), state_rx.clone()));
     }

@@ -26,9 +26,9 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
-use super::daemon::DaemonState;
-use super::reaper::{parse_stat, Managed};
 use crate::config::load;
+use crate::run::browser::daemon::DaemonState;
+use crate::run::process::reaper::{parse_stat, Managed};
 
 /// How often the warm browser is checked when nothing wakes the check.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
@@ -196,7 +196,9 @@ pub async fn watch_until_claimed(mut guard: Guard) -> String {
     let config_changed = Arc::new(Notify::new());
     if let Some(dir) = guard.config_path.parent() {
         let events = nix::sys::inotify::AddWatchFlags::IN_CREATE | nix::sys::inotify::AddWatchFlags::IN_MOVED_TO;
-        if let Err(err) = super::dir_watch::notify_on_changes("claim-watch", &[dir], events, config_changed.clone()) {
+        if let Err(err) =
+            crate::run::process::dir_watch::notify_on_changes("claim-watch", &[dir], events, config_changed.clone())
+        {
             tracing::warn!(%err, "cannot watch runtime.json: a claim is seen within a second");
         }
     }

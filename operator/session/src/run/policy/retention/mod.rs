@@ -89,7 +89,7 @@ mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
-    use crate::run::recording::{self, Started};
+    use crate::run::browser::recording::{self, Started};
 
     /// Writes `bytes` bytes to `path`, creating its directory, last modified `secs_ago` seconds before `now`.
     fn write_aged(path: &Path, bytes: usize, now: SystemTime, secs_ago: u64) {
