@@ -12,6 +12,7 @@ pub(crate) mod auth;
 pub(crate) mod daemon;
 pub(crate) mod launch_defaults;
 pub(crate) mod namespace;
+pub(crate) mod prepare;
 pub(crate) mod profile;
 pub(crate) mod readiness;
 pub(crate) mod recording;

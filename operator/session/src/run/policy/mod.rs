@@ -6,5 +6,6 @@
 //! `run` a future that resolves when the policy ends the session.
 
 pub(crate) mod idle;
+pub(crate) mod lifetime;
 pub(crate) mod pristine;
 pub mod retention;

@@ -46,6 +46,7 @@ mod fixtures;
 mod plan;
 mod recordings;
 mod scan;
+mod schedule;
 mod unit;
 mod watch;
 
@@ -54,6 +55,7 @@ use std::time::SystemTime;
 
 pub use plan::{plan, size_budget, Listing, Plan, Policy, SizeBudget};
 pub use scan::{filesystem_bytes, scan};
+pub(crate) use schedule::retain;
 pub use unit::Entry;
 pub use watch::watch_writes;
 
