@@ -73,11 +73,9 @@ pub enum DaemonState {
 
 /// V8 flags for the daemon's Node. A young generation of at most 1 MiB per
 /// semi-space (V8's starting size; the default lets it grow to 16 MiB and
-/// keep that while idle): measured with `tests/bench/idle-memory.sh`, the
-/// idle daemon held 120–122 MiB RSS without it (five rounds of six) and
-/// 103–106 MiB with it (nine of nine),
-/// which is what brings an idle session under 200 MB. The cost is more
-/// frequent scavenges while a command runs.
+/// keep that while idle) keeps an idle session under 200 MB (the
+/// measurements: docs/operations.md, Memory of an idle session). The cost
+/// is more frequent scavenges while a command runs.
 pub const DAEMON_NODE_FLAGS: &[&str] = &["--max-semi-space-size=1"];
 
 /// The daemon's argv after the interpreter: [`DAEMON_NODE_FLAGS`], entry

@@ -6,10 +6,9 @@
 //! use the session: every playwright-cli client (the Node one and the native
 //! fast path) opens `<PWTEST_DAEMON_SESSION_DIR>/<16hex>/<session>.session` to
 //! find the socket before it sends a command. Neither the daemon nor the
-//! dashboard opens that file while the session is idle (measured with strace
-//! over an idle session with a viewer attached: the dashboard reads
-//! `~/.cache/ms-playwright/b` and talks to the browser socket, never to the
-//! session directory), so an `IN_OPEN` of that file is a client's command.
+//! dashboard opens that file while the session is idle (strace:
+//! docs/session-runtime.md, The activity signal), so an `IN_OPEN` of that
+//! file is a client's command.
 //! A (re)start of the daemon counts as use too, and so does a change of the
 //! timeout: a setting delivered to a running Pod (a claim hands a warm Pod,
 //! idle since its start, the session's timeout; an edit of a running
