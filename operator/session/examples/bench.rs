@@ -17,8 +17,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
-use playpen_session::run::relay;
-use playpen_session::run::retention::{self, Policy};
+use playpen_session::run::expose::relay;
+use playpen_session::run::policy::retention::{self, Policy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

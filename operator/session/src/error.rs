@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use playpen_api::layout::SocketBudgetExceeded;
 
 use crate::cli_install::HooksError;
-use crate::run::readiness::BrowserMissing;
+use crate::run::browser::BrowserMissing;
 
 /// Why the runtime gave up.
 #[derive(Debug, thiserror::Error)]

@@ -1,5 +1,5 @@
 //! The readiness verdict: what `playpen-session probe` prints and what the
-//! runtime's `GET /readyz` answers the kubelet (`run/health.rs`). Ready when the daemon's
+//! runtime's `GET /readyz` answers the kubelet (`run/expose/health.rs`). Ready when the daemon's
 //! socket accepts a connection and, when the viewer is enabled, the relay on
 //! the pinned port answers that it can start the dashboard (which runs only
 //! while someone views), and a recorded session once its
@@ -21,8 +21,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use playpen_api::runtime_config::RuntimeConfig;
 
-use crate::run::namespace::daemon_sockets;
-use crate::run::relay::opening::viewer_ready;
+use crate::run::browser::{daemon_sockets, not_yet_recording};
+use crate::run::expose::viewer_ready;
 use crate::{agent_close, restarts};
 
 /// Written beside the restart record once the probe has passed.
@@ -84,7 +84,7 @@ async fn ready_now(config: &RuntimeConfig, namespace: Option<&Path>) -> Result<(
             .map_err(|why| format!("the viewer does not answer on {addr}: {why}"))?;
     }
     if config.record_video || config.record_trace {
-        if let Some(why) = crate::run::recording::not_yet_recording(Path::new(&config.output_dir)) {
+        if let Some(why) = not_yet_recording(Path::new(&config.output_dir)) {
             return Err(why);
         }
     }

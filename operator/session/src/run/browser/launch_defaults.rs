@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::run::profile::write_owner_only;
+use crate::run::browser::profile::write_owner_only;
 
 /// Where the derived config is written, under the runtime's temp directory.
 pub const DERIVED_FILE: &str = "launch-with-image-defaults.json";

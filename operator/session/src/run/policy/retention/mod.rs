@@ -46,6 +46,7 @@ mod fixtures;
 mod plan;
 mod recordings;
 mod scan;
+mod schedule;
 mod unit;
 mod watch;
 
@@ -54,6 +55,7 @@ use std::time::SystemTime;
 
 pub use plan::{plan, size_budget, Listing, Plan, Policy, SizeBudget};
 pub use scan::{filesystem_bytes, scan};
+pub(crate) use schedule::retain;
 pub use unit::Entry;
 pub use watch::watch_writes;
 
@@ -89,7 +91,7 @@ mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
-    use crate::run::recording::{self, Started};
+    use crate::run::browser::recording::{self, Started};
 
     /// Writes `bytes` bytes to `path`, creating its directory, last modified `secs_ago` seconds before `now`.
     fn write_aged(path: &Path, bytes: usize, now: SystemTime, secs_ago: u64) {

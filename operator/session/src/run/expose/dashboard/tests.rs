@@ -8,7 +8,7 @@ use std::path::Path;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
-use crate::run::relay::upstream::{channel, Dashboard, Unavailable};
+use crate::run::expose::relay::upstream::{channel, Dashboard, Unavailable};
 
 /// An HTTP server that answers every request with a 302, like the dashboard's root.
 async fn stand_in_server() -> SocketAddr {
@@ -156,7 +156,7 @@ async fn a_dashboard_that_crashes_while_viewed_is_restarted() {
     let _viewer = r.dashboard.viewer();
     assert_eq!(r.dashboard.upstream(WAIT).await, Ok(addr));
     let first = starts(&file)[0];
-    crate::run::supervisor::signal_group(first, nix::sys::signal::Signal::SIGKILL);
+    crate::run::process::supervisor::signal_group(first, nix::sys::signal::Signal::SIGKILL);
     wait_for("a restart", || starts(&file).len() == 2).await;
     assert_eq!(r.dashboard.upstream(WAIT).await, Ok(addr));
 }

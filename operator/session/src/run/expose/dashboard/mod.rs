@@ -16,9 +16,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::run::reaper::Managed;
-use crate::run::relay::upstream::{Publisher, Upstream, Viewers};
-use crate::run::supervisor::{Backoff, ChildSpec};
+use crate::run::expose::relay::upstream::{Publisher, Upstream, Viewers};
+use crate::run::process::reaper::Managed;
+use crate::run::process::supervisor::{Backoff, ChildSpec};
 pub use child::dashboard_args;
 
 /// When the dashboard runs.

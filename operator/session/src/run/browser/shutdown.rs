@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
-use crate::run::daemon::{kill_orphans, DaemonState};
-use crate::run::reaper::{reap_orphans, Managed};
-use crate::run::recording::Recorder;
-use crate::run::supervisor::{run_to_end, signal_group, ChildSpec};
+use crate::run::browser::daemon::{kill_orphans, DaemonState};
+use crate::run::browser::recording::Recorder;
+use crate::run::process::reaper::{reap_orphans, Managed};
+use crate::run::process::supervisor::{run_to_end, signal_group, ChildSpec};
 
 /// Time kept back at the end of the grace period for the hard kill.
 const KILL_RESERVE: Duration = Duration::from_secs(3);

@@ -84,7 +84,7 @@ pub fn write(source: &Path, dir: &Path) -> Result<Derived, String> {
     }
     let bytes = serde_json::to_vec_pretty(&derived).map_err(|e| e.to_string())?;
     let path = dir.join("launch-cdp.json");
-    crate::run::profile::write_owner_only(&path, &bytes)
+    crate::run::browser::profile::write_owner_only(&path, &bytes)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(Derived { config: path, user_data_dir })
 }

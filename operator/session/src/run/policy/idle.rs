@@ -6,10 +6,9 @@
 //! use the session: every playwright-cli client (the Node one and the native
 //! fast path) opens `<PWTEST_DAEMON_SESSION_DIR>/<16hex>/<session>.session` to
 //! find the socket before it sends a command. Neither the daemon nor the
-//! dashboard opens that file while the session is idle (measured with strace
-//! over an idle session with a viewer attached: the dashboard reads
-//! `~/.cache/ms-playwright/b` and talks to the browser socket, never to the
-//! session directory), so an `IN_OPEN` of that file is a client's command.
+//! dashboard opens that file while the session is idle (strace:
+//! docs/session-runtime.md, The activity signal), so an `IN_OPEN` of that
+//! file is a client's command.
 //! A (re)start of the daemon counts as use too, and so does a change of the
 //! timeout: a setting delivered to a running Pod (a claim hands a warm Pod,
 //! idle since its start, the session's timeout; an edit of a running
@@ -20,11 +19,18 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use playpen_api::runtime_config::RuntimeConfig;
 use tokio::sync::watch;
 use tokio::time::Instant;
+
+use crate::config::{load, Options};
+use crate::run::browser::daemon::DaemonState;
+use crate::run::browser::namespace::daemon_sockets;
 
 /// What the idle clock says at a moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +212,55 @@ where
                 std::future::pending::<()>().await;
             },
         }
+    }
+}
+
+/// Resolves once no client has used the session for `idleTimeoutSeconds`
+/// (re-read from `runtime.json` every retention interval); never when the
+/// use of the session cannot be watched.
+pub(crate) fn session_idle_reached(
+    config: &RuntimeConfig,
+    opts: &Options,
+    mut daemon: watch::Receiver<DaemonState>,
+    viewers: Arc<AtomicUsize>,
+) -> impl std::future::Future<Output = Duration> {
+    let (uses_tx, uses_rx) = watch::channel(tokio::time::Instant::now());
+    let watching = match watch_uses(Path::new(&config.daemon_session_dir), &config.session_name, uses_tx.clone()) {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::error!(%err, dir = %config.daemon_session_dir, "cannot watch the session directory: the idle timeout is not enforced");
+            false
+        }
+    };
+    // A (re)started daemon counts as use: the clock runs from when the browser is there.
+    tokio::spawn(async move {
+        while daemon.changed().await.is_ok() {
+            if matches!(*daemon.borrow_and_update(), DaemonState::Running { .. }) {
+                let _ = uses_tx.send(tokio::time::Instant::now());
+            }
+        }
+    });
+    let config_path = PathBuf::from(&opts.config);
+    let sockets_dir = PathBuf::from(&config.sockets_dir);
+    let session = config.session_name.clone();
+    let reload = move || match load(&config_path) {
+        Ok(fresh) => Some(timeout_of(fresh.idle_timeout_seconds)),
+        Err(err) => {
+            tracing::warn!(%err, "keeping the previous idle timeout");
+            None
+        }
+    };
+    let busy = move || {
+        let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+        viewers.load(Ordering::Relaxed) > 0 || in_flight(&table, &daemon_sockets(&sockets_dir, &session)) > 0
+    };
+    let timeout = timeout_of(config.idle_timeout_seconds);
+    let every = opts.retention_interval();
+    async move {
+        if !watching {
+            return std::future::pending().await;
+        }
+        idle_reached(timeout, every, reload, busy, uses_rx).await
     }
 }
 

@@ -23,12 +23,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use playpen_api::runtime_config::RuntimeConfig;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
-use super::daemon::DaemonState;
-use super::reaper::{parse_stat, Managed};
-use crate::config::load;
+use crate::config::{load, Options};
+use crate::run::browser::daemon::DaemonState;
+use crate::run::policy::idle::watch_uses;
+use crate::run::process::reaper::{parse_stat, Managed};
 
 /// How often the warm browser is checked when nothing wakes the check.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
@@ -196,7 +198,9 @@ pub async fn watch_until_claimed(mut guard: Guard) -> String {
     let config_changed = Arc::new(Notify::new());
     if let Some(dir) = guard.config_path.parent() {
         let events = nix::sys::inotify::AddWatchFlags::IN_CREATE | nix::sys::inotify::AddWatchFlags::IN_MOVED_TO;
-        if let Err(err) = super::dir_watch::notify_on_changes("claim-watch", &[dir], events, config_changed.clone()) {
+        if let Err(err) =
+            crate::run::process::dir_watch::notify_on_changes("claim-watch", &[dir], events, config_changed.clone())
+        {
             tracing::warn!(%err, "cannot watch runtime.json: a claim is seen within a second");
         }
     }
@@ -264,6 +268,39 @@ fn kill(pids: &[u32]) {
         if let Ok(raw) = i32::try_from(pid) {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), nix::sys::signal::Signal::SIGKILL);
         }
+    }
+}
+
+/// Resolves when a warm browser was used before its claim, with what was
+/// found ([`watch_until_claimed`]); never for a session's own browser, nor once a
+/// warm one was claimed untouched.
+pub(crate) fn warm_guard(
+    config: &RuntimeConfig,
+    opts: &Options,
+    managed: &Managed,
+    daemon: watch::Receiver<DaemonState>,
+    viewers: Arc<AtomicUsize>,
+) -> impl std::future::Future<Output = String> {
+    let (uses_tx, uses) = watch::channel(tokio::time::Instant::now());
+    let watching = config.warm
+        && watch_uses(Path::new(&config.daemon_session_dir), &config.session_name, uses_tx)
+            .inspect_err(
+                |err| tracing::error!(%err, "cannot watch the session directory: a warm browser is not guarded"),
+            )
+            .is_ok();
+    let guard = Guard {
+        config_path: PathBuf::from(&opts.config),
+        output_dir: PathBuf::from(&config.output_dir),
+        managed: managed.clone(),
+        viewers,
+        daemon,
+        uses,
+    };
+    async move {
+        if !watching {
+            return std::future::pending().await;
+        }
+        watch_until_claimed(guard).await
     }
 }
 

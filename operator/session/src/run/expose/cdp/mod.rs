@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::run::reaper::Managed;
-use crate::run::relay::{answer, pump, OpenConnection};
-use crate::run::supervisor::{run_to_end, ChildSpec};
+use crate::run::expose::relay::{answer, pump, OpenConnection};
+use crate::run::process::reaper::Managed;
+use crate::run::process::supervisor::{run_to_end, ChildSpec};
 
 /// How long a client may take to send its request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -152,7 +152,7 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
-    use crate::run::relay::bind_loopback;
+    use crate::run::expose::relay::bind_loopback;
 
     /// A stand-in DevTools server: answers every request with the Host it saw.
     async fn devtools() -> SocketAddr {

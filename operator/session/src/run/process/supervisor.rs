@@ -11,7 +11,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
-use crate::run::reaper::Managed;
+use crate::run::process::reaper::Managed;
 
 /// `setpriv` from util-linux: sets the parent-death signal, then execs.
 const SETPRIV: &str = "/usr/bin/setpriv";

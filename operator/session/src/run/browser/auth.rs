@@ -18,9 +18,9 @@ use playpen_api::layout::{AUTH_STATE_DIR, AUTH_STATE_FILE};
 use tokio::sync::{watch, Notify};
 
 use crate::config::load;
-use crate::run::daemon::{AuthLoad, DaemonState};
-use crate::run::dir_watch::notify_on_changes;
-use crate::run::reaper::Managed;
+use crate::run::browser::daemon::{AuthLoad, DaemonState};
+use crate::run::process::dir_watch::notify_on_changes;
+use crate::run::process::reaper::Managed;
 
 /// How often `runtime.json` and the state file are looked at (two small
 /// reads) where inotify cannot watch their volumes.

@@ -18,8 +18,8 @@ use playpen_api::layout::RECORDINGS_SUBDIR;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Fatal;
-use crate::run::reaper::Managed;
-use crate::run::supervisor::{run_for_answer, run_to_end, ChildSpec, Unanswered};
+use crate::run::process::reaper::Managed;
+use crate::run::process::supervisor::{run_for_answer, run_to_end, ChildSpec, Unanswered};
 
 /// How long one recording command may take (`video-stop` finishes the file).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);

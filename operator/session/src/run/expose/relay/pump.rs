@@ -2,10 +2,8 @@
 //! direction copied in order, end of stream passed on as a half-close (so
 //! HTTP/1.0 and WebSocket close semantics hold).
 //!
-//! Measured on the 2-core VM (docs/session-runtime.md, Benchmark): a
-//! userspace copy through a buffer that grows to 1 MiB moves more bytes per
-//! second than `splice(2)` and costs less CPU per byte in total, because
-//! spliced pages reach the receiver as 4 KiB fragments it copies one by one.
+//! A userspace copy through a buffer that grows to 1 MiB, not `splice(2)`:
+//! faster and cheaper per byte (docs/session-runtime.md, Benchmark).
 
 use std::ffi::OsString;
 use std::io;

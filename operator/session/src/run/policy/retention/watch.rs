@@ -6,7 +6,7 @@ use std::sync::Arc;
 use nix::sys::inotify::AddWatchFlags;
 use tokio::sync::Notify;
 
-use crate::run::dir_watch::notify_on_changes;
+use crate::run::process::dir_watch::notify_on_changes;
 
 /// Wakes `written` whenever a file in `dir` is created, written or moved in,
 /// so a burst of writes meets the size budget before the kubelet measures the

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::unit::{Entry, Kind, Unit};
-use crate::run::recording::Started;
+use crate::run::browser::recording::Started;
 
 /// How the CLI's trace names begin; `Date.now()` at `tracing-start` follows.
 const TRACE_PREFIX: &str = "trace-";

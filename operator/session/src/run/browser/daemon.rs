@@ -9,7 +9,7 @@
 //! The daemon's own idle close is always off (`--idle-timeout=0`): a daemon
 //! that closed itself for idleness exits 0, and so does one whose browser was
 //! killed (measured on 0.1.22), so its exit status cannot say which happened.
-//! The runtime keeps the idle clock itself ([`crate::run::idle`]) and ends the
+//! The runtime keeps the idle clock itself ([`crate::run::policy::idle`]) and ends the
 //! session through the CLI's `close`; every daemon exit it did not ask for is
 //! a crash, restarted and recorded for the probe.
 
@@ -20,11 +20,11 @@ use tokio::process::Child;
 use tokio::sync::{mpsc, watch};
 
 use crate::error::Fatal;
-use crate::run::output::{pump, Tail};
-use crate::run::profile::{clear_stale_locks, copy_owner_only};
-use crate::run::reaper::{live_orphans, Managed};
-use crate::run::recording::Recorder;
-use crate::run::supervisor::{run_to_end, signal_group, Backoff, ChildSpec};
+use crate::run::browser::profile::{clear_stale_locks, copy_owner_only};
+use crate::run::browser::recording::Recorder;
+use crate::run::process::output::{pump, Tail};
+use crate::run::process::reaper::{live_orphans, Managed};
+use crate::run::process::supervisor::{run_to_end, signal_group, Backoff, ChildSpec};
 
 /// What the daemon prints once its socket listens.
 pub const READY_MARKER: &str = "Daemon listening on";
@@ -73,11 +73,9 @@ pub enum DaemonState {
 
 /// V8 flags for the daemon's Node. A young generation of at most 1 MiB per
 /// semi-space (V8's starting size; the default lets it grow to 16 MiB and
-/// keep that while idle): measured with `tests/bench/idle-memory.sh`, the
-/// idle daemon held 120–122 MiB RSS without it (five rounds of six) and
-/// 103–106 MiB with it (nine of nine),
-/// which is what brings an idle session under 200 MB. The cost is more
-/// frequent scavenges while a command runs.
+/// keep that while idle) keeps an idle session under 200 MB (the
+/// measurements: docs/operations.md, Memory of an idle session). The cost
+/// is more frequent scavenges while a command runs.
 pub const DAEMON_NODE_FLAGS: &[&str] = &["--max-semi-space-size=1"];
 
 /// The daemon's argv after the interpreter: [`DAEMON_NODE_FLAGS`], entry

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use tokio::process::{Child, ChildStdin};
 
-use crate::run::output::{pump, Tail};
-use crate::run::reaper::Managed;
-use crate::run::relay::{answers_http, parse_listening};
-use crate::run::supervisor::{signal_group, ChildSpec};
+use crate::run::expose::relay::{answers_http, parse_listening};
+use crate::run::process::output::{pump, Tail};
+use crate::run::process::reaper::Managed;
+use crate::run::process::supervisor::{signal_group, ChildSpec};
 
 /// What `show --port 0 --host 127.0.0.1` runs for `session` (no workspace):
 /// an OS-assigned port, bound on loopback explicitly (the default listener is

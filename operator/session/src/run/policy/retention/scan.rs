@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::plan::Listing;
 use super::recordings::RecordingFiles;
 use super::unit::{total, Entry};
-use crate::run::recording;
+use crate::run::browser::recording;
 
 /// The most entries read below the directory: a tree the agent made
 /// cannot make a pass slow.

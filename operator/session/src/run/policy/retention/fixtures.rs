@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use super::plan::{plan, Listing, Plan, Policy, SizeBudget};
 use super::unit::Entry;
-use crate::run::recording::Started;
+use crate::run::browser::recording::Started;
 
 const T0: Duration = Duration::from_secs(1_000_000);
 
