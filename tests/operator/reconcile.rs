@@ -366,7 +366,7 @@ async fn missing_secret_is_a_condition_not_a_crash_loop() -> anyhow::Result<()> 
 }
 
 #[tokio::test]
-async fn the_runtime_class_reaches_the_pod_and_the_api_server_checks_it_exists() -> anyhow::Result<()> {
+async fn the_runtime_class_reaches_the_pod_and_a_missing_one_is_a_condition_until_it_exists() -> anyhow::Result<()> {
     use k8s_openapi::api::node::v1::RuntimeClass;
     let client = client().await?;
     ensure_crd(&client).await?;
@@ -389,5 +389,24 @@ async fn the_runtime_class_reaches_the_pod_and_the_api_server_checks_it_exists()
         "spec": {"runtimeClassName": format!("{n}-absent"), "containers": [{"name": "c", "image": "i"}]}}))?;
     let err = pods.create(&PostParams::default(), &orphan).await.expect_err("an absent RuntimeClass");
     assert!(err.to_string().contains("not found"), "{err}");
+    // So the operator looks it up first: a condition the tenant reads, and no Pod, until it exists.
+    let absent = format!("{n}-absent");
+    create(&client, n, session("late", json!({"image": "i", "pod": {"runtimeClassName": absent}}))).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let s = eventually(WAIT, || async {
+        let s = status_of(&sessions, "late").await?;
+        let resolved = condition(&s, "ConfigResolved").context("ConfigResolved")?;
+        ensure!(resolved.1 == "RuntimeClassNotFound", "ConfigResolved {resolved:?}");
+        Ok(s)
+    })
+    .await?;
+    let (_, _, message) = condition(&s, "ConfigResolved").context("ConfigResolved")?;
+    assert!(message.starts_with(&format!("spec.pod.runtimeClassName: RuntimeClass {absent} not found")), "{message}");
+    assert!(pods.get_opt("late-browser").await?.is_none(), "no Pod the API server would refuse");
+    let class: RuntimeClass = serde_json::from_value(json!({"metadata": {"name": absent}, "handler": "runc"}))?;
+    classes.create(&PostParams::default(), &class).await?;
+    let pod = eventually(WAIT, || async { Ok(pods.get("late-browser").await?) }).await;
+    classes.delete(&absent, &DeleteParams::default()).await?;
+    assert_eq!(pod?.spec.context("pod spec")?.runtime_class_name, Some(absent), "created once it exists");
     Ok(())
 }

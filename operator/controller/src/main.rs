@@ -87,6 +87,10 @@ struct RunArgs {
     /// sets none, as JSON (`{"requests":{...},"limits":{...}}`; `{}` for none).
     #[arg(long, env = "PLAYPEN_BROWSER_RESOURCES", default_value = playpen_operator::children::DEFAULT_BROWSER_RESOURCES)]
     browser_resources: String,
+    /// The RuntimeClass of browser Pods whose session or pool template names
+    /// none (empty: the cluster's default runtime).
+    #[arg(long, env = "PLAYPEN_RUNTIME_CLASS_NAME", default_value = "")]
+    runtime_class_name: String,
     /// Human-readable logs instead of JSON.
     #[arg(long, env = "PLAYPEN_LOG_TEXT", default_value_t = false)]
     log_text: bool,
@@ -154,7 +158,13 @@ async fn main() -> anyhow::Result<()> {
     };
     let config = Config {
         namespaces: args.namespaces.into_iter().filter(|n| !n.is_empty()).collect(),
-        settings: Settings { enforced_seccomp, run_as_user: args.run_as_user, egress, browser_resources },
+        settings: Settings {
+            enforced_seccomp,
+            run_as_user: args.run_as_user,
+            egress,
+            browser_resources,
+            runtime_class: Some(args.runtime_class_name).filter(|name| !name.is_empty()),
+        },
         http_addr: args.http_addr,
         lease: args.leader_election.then(|| LeaseConfig {
             name: args.lease_name,

@@ -4,10 +4,12 @@
 //! looked up by metadata only, so their values never enter the operator.
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret};
+use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::api::Api;
 use kube::Client;
 use playpen_api::BrowserSession;
 
+use crate::children::{self, Settings};
 use crate::error::{Error, Result};
 
 /// An object the spec names that does not exist.
@@ -29,6 +31,7 @@ impl MissingReference {
         match (self.kind, &self.key) {
             ("Secret", Some(_)) => "SecretKeyNotFound",
             ("Secret", None) => "SecretNotFound",
+            ("RuntimeClass", _) => "RuntimeClassNotFound",
             _ => "ClaimNotFound",
         }
     }
@@ -38,6 +41,10 @@ impl MissingReference {
         let (field, kind, name) = (self.field, self.kind, &self.name);
         match &self.key {
             Some(key) => format!("{field}: {kind} {namespace}/{name} has no key {key:?}; add it or correct the key"),
+            None if kind == "RuntimeClass" => format!(
+                "{field}: {kind} {name} not found; create it (with a handler the nodes' container runtime has, \
+                 for example runsc for gVisor) or correct the name"
+            ),
             None => format!("{field}: {kind} {namespace}/{name} not found; create it or correct the name"),
         }
     }
@@ -62,11 +69,44 @@ pub fn references(bs: &BrowserSession) -> Vec<(&'static str, &'static str, Strin
     refs
 }
 
-/// Looks every reference up; returns the ones that are missing.
+/// The RuntimeClass `bs`'s Pod names, with the field (or chart value) naming it.
+pub fn runtime_class_reference(bs: &BrowserSession, settings: &Settings) -> Option<(&'static str, String)> {
+    let name = children::runtime_class(bs, settings)?;
+    let own = bs.spec.pod.as_ref().and_then(|p| p.runtime_class_name.as_deref()).is_some_and(|n| !n.is_empty());
+    let field = if own {
+        "spec.pod.runtimeClassName"
+    } else {
+        "the operator's default (chart value sessions.runtimeClassName)"
+    };
+    Some((field, name.to_owned()))
+}
+
+/// Whether the RuntimeClass `name` exists. The API server refuses a Pod
+/// naming one that does not, and only the operator's log would say why;
+/// looked up first, it is a condition the tenant reads. `None`: not ours to
+/// read (an operator limited to namespaces has no cluster-wide grant), so
+/// the Pod is created and the API server's answer stands.
+async fn runtime_class_exists(client: &Client, name: &str) -> Result<Option<bool>> {
+    match Api::<RuntimeClass>::all(client.clone()).get_metadata_opt(name).await {
+        Ok(found) => Ok(Some(found.is_some())),
+        Err(kube::Error::Api(status)) if status.code == 403 => Ok(None),
+        Err(source) => Err(Error::Kube {
+            action: "get",
+            kind: "RuntimeClass",
+            namespace: String::new(),
+            name: name.to_owned(),
+            source: Box::new(source),
+        }),
+    }
+}
+
+/// Looks every reference up (and the RuntimeClass the Pod would run
+/// under); returns the ones that are missing.
 pub async fn missing_references(
     client: &Client,
     bs: &BrowserSession,
     namespace: &str,
+    settings: &Settings,
 ) -> Result<Vec<MissingReference>> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
@@ -85,6 +125,11 @@ pub async fn missing_references(
         })?;
         if !found {
             missing.push(MissingReference { field, kind, name, key: None });
+        }
+    }
+    if let Some((field, name)) = runtime_class_reference(bs, settings) {
+        if runtime_class_exists(client, &name).await? == Some(false) {
+            missing.push(MissingReference { field, kind: "RuntimeClass", name, key: None });
         }
     }
     Ok(missing)
@@ -116,6 +161,28 @@ mod tests {
             "snapshots": {"volume": {"persistentVolumeClaim": {"size": "1Gi"}}}}))
         .expect("spec");
         assert!(references(&BrowserSession::new("demo", spec)).is_empty());
+    }
+
+    #[test]
+    fn the_runtime_class_is_the_sessions_own_or_the_default_by_its_field() {
+        let gvisor = Settings { runtime_class: Some("gvisor".into()), ..Settings::default() };
+        let plain = BrowserSession::new("demo", serde_json::from_value(json!({"image": "i"})).expect("spec"));
+        assert_eq!(runtime_class_reference(&plain, &Settings::default()), None, "the cluster's default runtime");
+        let (field, name) = runtime_class_reference(&plain, &gvisor).expect("the default");
+        assert!(field.contains("sessions.runtimeClassName") && name == "gvisor", "{field}");
+        let own = BrowserSession::new(
+            "demo",
+            serde_json::from_value(json!({"image": "i", "pod": {"runtimeClassName": "kata"}})).expect("spec"),
+        );
+        assert_eq!(runtime_class_reference(&own, &gvisor), Some(("spec.pod.runtimeClassName", "kata".into())));
+        let m = MissingReference {
+            field: "spec.pod.runtimeClassName",
+            kind: "RuntimeClass",
+            name: "kata".into(),
+            key: None,
+        };
+        assert_eq!(m.reason(), "RuntimeClassNotFound");
+        assert!(m.message("team-a").starts_with("spec.pod.runtimeClassName: RuntimeClass kata not found; create it"));
     }
 
     #[test]

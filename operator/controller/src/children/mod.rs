@@ -28,7 +28,7 @@ pub use network::{
     baseline_policy, egress_summary, Cidr, CidrError, DnsPeer, EgressDefaults, BASELINE_POLICY, COMPONENT_BASELINE,
     SPECIAL_RANGES,
 };
-pub use pod::{SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
+pub use pod::{runtime_class, SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
 pub use resources::{browser_resources, parse_defaults as parse_browser_resources, DEFAULT_BROWSER_RESOURCES};
 pub use runtime::{runtime_config, warm_runtime_config_map};
 
@@ -81,6 +81,9 @@ pub struct Settings {
     pub egress: EgressDefaults,
     /// The browser container's resources where a session (or pool template) sets none.
     pub browser_resources: ResourceRequirements,
+    /// The RuntimeClass of browser Pods whose session (or pool template)
+    /// names none (`None`: the cluster's default runtime).
+    pub runtime_class: Option<String>,
 }
 
 impl Default for Settings {
@@ -90,6 +93,7 @@ impl Default for Settings {
             run_as_user: 1000,
             egress: EgressDefaults::default(),
             browser_resources: resources::parse_defaults(DEFAULT_BROWSER_RESOURCES).unwrap_or_default(),
+            runtime_class: None,
         }
     }
 }

@@ -239,6 +239,14 @@ fn container_security() -> SecurityContext {
 }
 
 /// The browser Pod of `bs`.
+/// The RuntimeClass `bs`'s browser Pod runs under: the session's (or its
+/// pool template's) own, else the operator's default (chart value
+/// `sessions.runtimeClassName`), else none (the cluster's default runtime).
+pub fn runtime_class<'a>(bs: &'a BrowserSession, settings: &'a Settings) -> Option<&'a str> {
+    let own = bs.spec.pod.as_ref().and_then(|p| p.runtime_class_name.as_deref());
+    own.or(settings.runtime_class.as_deref()).filter(|name| !name.is_empty())
+}
+
 pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
     let spec = &bs.spec;
     let pod_settings = spec.pod.clone().unwrap_or_default();
@@ -341,7 +349,7 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             tolerations: pod_settings.tolerations,
             affinity: pod_settings.affinity,
             priority_class_name: pod_settings.priority_class_name,
-            runtime_class_name: pod_settings.runtime_class_name,
+            runtime_class_name: runtime_class(bs, settings).map(str::to_owned),
             security_context: Some(PodSecurityContext {
                 run_as_non_root: Some(true),
                 run_as_user: Some(settings.run_as_user),

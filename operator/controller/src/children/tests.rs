@@ -416,6 +416,13 @@ fn scheduling_and_resources_are_passed_through() {
     assert_eq!(spec.automount_service_account_token, Some(true));
     assert_eq!(spec.runtime_class_name.as_deref(), Some("gvisor"));
     assert_eq!(build(&minimal()).pod.spec.expect("spec").runtime_class_name, None, "the cluster default otherwise");
+    let gvisor_default = Settings { runtime_class: Some("gvisor-default".into()), ..Settings::default() };
+    let id = Identity::of(&minimal()).expect("id");
+    let defaulted = super::build(&minimal(), &id, &gvisor_default).expect("children").pod.spec.expect("spec");
+    assert_eq!(defaulted.runtime_class_name.as_deref(), Some("gvisor-default"), "the chart's default");
+    let id = Identity::of(&bs).expect("id");
+    let own = super::build(&bs, &id, &gvisor_default).expect("children").pod.spec.expect("spec");
+    assert_eq!(own.runtime_class_name.as_deref(), Some("gvisor"), "the session's own wins");
     let b = browser(&c.pod);
     assert_eq!(b.image_pull_policy.as_deref(), Some("Never"));
     assert_eq!(b.resources.as_ref().and_then(|r| r.limits.clone()).expect("l")["memory"].0, "2Gi");

@@ -183,7 +183,7 @@ async fn dereference(
         return Ok((read, None));
     }
     let (session, id) = read.session(bs, own);
-    let missing = validate::missing_references(&ctx.client, session, &id.namespace).await?;
+    let missing = validate::missing_references(&ctx.client, session, &id.namespace, &ctx.settings).await?;
     let children = children::build(session, id, &ctx.settings)?;
     let pod_name = children.pod.name_any();
     let uid = bs.meta().uid.as_deref().unwrap_or_default();
