@@ -154,11 +154,11 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
         assert!(stored.get("status").is_none(), "status is not set through the main resource: {stored}");
     }
     let created = create(&client, n, session("ok", json!({"image": "i", "sessionName": "a".repeat(45)}))).await?;
-    assert_eq!(created.spec.session_name.as_deref().map(str::len), Some(45));
-    assert_eq!(created.spec.viewer.port, 9323, "documented default port");
-    assert!(created.spec.viewer.enabled);
-    assert!(!created.spec.cdp.enabled, "CDP is opt-in");
-    assert_eq!(created.spec.cdp.port, 9222, "documented default CDP port");
+    assert_eq!(created.spec.browser.session_name.as_deref().map(str::len), Some(45));
+    assert_eq!(created.spec.browser.viewer.port, 9323, "documented default port");
+    assert!(created.spec.browser.viewer.enabled);
+    assert!(!created.spec.browser.cdp.enabled, "CDP is opt-in");
+    assert_eq!(created.spec.browser.cdp.port, 9222, "documented default CDP port");
     // The same port is fine when the viewer, which would hold it, is off.
     create(
         &client,
@@ -219,7 +219,7 @@ async fn browser_fields_are_immutable_and_policy_fields_are_not() -> anyhow::Res
         )
         .await?;
     assert_eq!(patched.spec.network.egress.mode, playpen_api::v1alpha1::EgressMode::DenyAll);
-    assert_eq!(patched.spec.snapshots.retention.max_count, 10);
+    assert_eq!(patched.spec.browser.snapshots.retention.max_count, 10);
     Ok(())
 }
 
