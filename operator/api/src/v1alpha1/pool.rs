@@ -54,6 +54,9 @@ pub struct BrowserPoolSpec {
     /// own (auth state, profile, recording, an agent sidecar) cannot be in a
     /// browser started before the session: such a session starts cold, and
     /// says why in its `PoolClaimed` condition.
+    // What only a template must be (a pooled session's image is empty, and a
+    // session may keep its snapshots on a claim): rules on this field, not on
+    // BrowserSpec. The field path puts the image's refusal at spec.template.image.
     #[x_kube(
         validation = Rule::new("size(self.image) > 0").message("spec.template.image must name a browser image built by playpen-imagebuild").field_path(".image"),
         validation = Rule::new("!has(self.snapshots) || !has(self.snapshots.volume) || !has(self.snapshots.volume.persistentVolumeClaim)").message("spec.template.snapshots.volume.persistentVolumeClaim is not for pools: a claim holds one session's files; pool Pods use an emptyDir"),
