@@ -1,6 +1,7 @@
 //! Every CEL rule in the CRD, refused by the real API server with its message.
 
 use kube::api::{Api, Patch, PatchParams};
+use playpen_api::v1alpha1::BrowserPool;
 use playpen_api::BrowserSession;
 use playpen_tests::{client, ensure_crd, TestNamespace};
 use serde_json::{json, Value};
@@ -154,11 +155,11 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
         assert!(stored.get("status").is_none(), "status is not set through the main resource: {stored}");
     }
     let created = create(&client, n, session("ok", json!({"image": "i", "sessionName": "a".repeat(45)}))).await?;
-    assert_eq!(created.spec.session_name.as_deref().map(str::len), Some(45));
-    assert_eq!(created.spec.viewer.port, 9323, "documented default port");
-    assert!(created.spec.viewer.enabled);
-    assert!(!created.spec.cdp.enabled, "CDP is opt-in");
-    assert_eq!(created.spec.cdp.port, 9222, "documented default CDP port");
+    assert_eq!(created.spec.browser.session_name.as_deref().map(str::len), Some(45));
+    assert_eq!(created.spec.browser.viewer.port, 9323, "documented default port");
+    assert!(created.spec.browser.viewer.enabled);
+    assert!(!created.spec.browser.cdp.enabled, "CDP is opt-in");
+    assert_eq!(created.spec.browser.cdp.port, 9222, "documented default CDP port");
     // The same port is fine when the viewer, which would hold it, is off.
     create(
         &client,
@@ -169,6 +170,57 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
         ),
     )
     .await?;
+    Ok(())
+}
+
+/// A pool's template is the session's browser (one `BrowserSpec`): the
+/// browser's own rules refuse it with their messages, under the template's
+/// path, and so do the pool's (an image, no snapshot claim).
+#[tokio::test]
+async fn a_pool_template_is_refused_by_the_browser_rules_and_the_pool_rules() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "cel-pool").await?;
+    let pools: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), &ns.name, &kube::api::ApiResource::erase::<BrowserPool>(&()));
+    // Each refusal names the field (the API server's path) and the rule's message.
+    let cases: Vec<(&str, Value, [&str; 2])> = vec![
+        (
+            "cdp-on-viewer-port",
+            json!({"image": "i", "cdp": {"enabled": true, "port": 9323}}),
+            ["spec.template:", "spec.cdp.port must differ from spec.viewer.port"],
+        ),
+        (
+            "bad-chars",
+            json!({"image": "i", "sessionName": "Agent One"}),
+            ["spec.template.sessionName:", "spec.sessionName must start with a lowercase letter or digit"],
+        ),
+        (
+            "low-port",
+            json!({"image": "i", "viewer": {"port": 80}}),
+            ["spec.template.viewer.port:", "spec.viewer.port must be between 1024 and 65535"],
+        ),
+        ("no-image", json!({}), ["spec.template.image:", "spec.template.image must name a browser image"]),
+        (
+            "claim",
+            json!({"image": "i", "snapshots": {"volume": {"persistentVolumeClaim": {"claimName": "c"}}}}),
+            ["spec.template:", "spec.template.snapshots.volume.persistentVolumeClaim is not for pools"],
+        ),
+    ];
+    for (name, template, wanted) in cases {
+        let pool = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool",
+            "metadata": {"name": name}, "spec": {"template": template}});
+        match pools.create(&kube::api::PostParams::default(), &serde_json::from_value(pool)?).await {
+            Ok(_) => panic!("pool {name} accepted, expected refusal with {wanted:?}"),
+            Err(kube::Error::Api(status)) => {
+                assert_eq!(status.code, 422, "{status:?}");
+                for part in wanted {
+                    assert!(status.message.contains(part), "{name}: expected {part:?} in {:?}", status.message);
+                }
+            }
+            Err(other) => panic!("unexpected error {other}"),
+        }
+    }
     Ok(())
 }
 
@@ -219,7 +271,7 @@ async fn browser_fields_are_immutable_and_policy_fields_are_not() -> anyhow::Res
         )
         .await?;
     assert_eq!(patched.spec.network.egress.mode, playpen_api::v1alpha1::EgressMode::DenyAll);
-    assert_eq!(patched.spec.snapshots.retention.max_count, 10);
+    assert_eq!(patched.spec.browser.snapshots.retention.max_count, 10);
     Ok(())
 }
 

@@ -178,18 +178,21 @@ async fn new_creates_a_valid_session_from_flags_and_a_file() -> anyhow::Result<(
 
     let api: Api<BrowserSession> = Api::namespaced(client.clone(), n);
     let created = api.get("demo").await?;
-    ensure!(created.spec.image == "playpen/browser:test", "{:?}", created.spec.image);
-    ensure!(created.spec.viewer.port == 9500 && created.spec.viewer.enabled, "the flag wins over the file");
+    ensure!(created.spec.browser.image == "playpen/browser:test", "{:?}", created.spec.browser.image);
+    ensure!(
+        created.spec.browser.viewer.port == 9500 && created.spec.browser.viewer.enabled,
+        "the flag wins over the file"
+    );
     ensure!(created.spec.idle_timeout_seconds == Some(600), "{:?}", created.spec.idle_timeout_seconds);
-    ensure!(created.spec.image_pull_policy == Some(PullPolicy::Never));
-    ensure!(created.spec.snapshots.retention.max_count == 7);
+    ensure!(created.spec.browser.image_pull_policy == Some(PullPolicy::Never));
+    ensure!(created.spec.browser.snapshots.retention.max_count == 7);
     let managers: Vec<_> = created.metadata.managed_fields.iter().flatten().filter_map(|m| m.manager.clone()).collect();
     ensure!(managers.contains(&"kubectl-playpen".to_owned()), "{managers:?}");
 
     // --cdp turns the CDP endpoint on (default port), and the hints say how to reach it.
     let out = playpen(&["new", "with-cdp", "-n", n, "--image", "i", "--cdp"]).await?.ok("new --cdp")?;
     ensure!(out.contains(&format!("kubectl playpen cdp with-cdp -n {n}")), "{out}");
-    let cdp = api.get("with-cdp").await?.spec.cdp;
+    let cdp = api.get("with-cdp").await?.spec.browser.cdp;
     ensure!(cdp.enabled && cdp.port == 9222, "{cdp:?}");
     let wide = playpen(&["ls", "-n", n, "-o", "wide"]).await?.ok("ls -o wide")?;
     ensure!(wide.lines().any(|l| l.starts_with("with-cdp") && l.contains(" 9222 ")), "{wide}");
@@ -198,7 +201,7 @@ async fn new_creates_a_valid_session_from_flags_and_a_file() -> anyhow::Result<(
     playpen_with(&["new", "from-env", "-n", n], &[("PLAYPEN_IMAGE", Some("playpen/browser:env"))])
         .await?
         .ok("new with $PLAYPEN_IMAGE")?;
-    ensure!(api.get("from-env").await?.spec.image == "playpen/browser:env");
+    ensure!(api.get("from-env").await?.spec.browser.image == "playpen/browser:env");
 
     // Again: refused by name; a field the CRD lacks is refused, not dropped.
     let again = playpen(&["new", "demo", "-n", n, "--image", "i"]).await?.failed("new of an existing name")?;
@@ -219,7 +222,7 @@ async fn new_creates_a_valid_session_from_flags_and_a_file() -> anyhow::Result<(
     ensure!(api.get_opt("clash").await?.is_none());
     playpen(&["new", "pooled", "-n", n, "--pool", "warm"]).await?.ok("new --pool")?;
     let pooled = api.get("pooled").await?;
-    ensure!(pooled.spec.pool.map(|p| p.name).as_deref() == Some("warm") && pooled.spec.image.is_empty());
+    ensure!(pooled.spec.pool.map(|p| p.name).as_deref() == Some("warm") && pooled.spec.browser.image.is_empty());
     let table = playpen(&["ls", "-n", n]).await?.ok("ls")?;
     ensure!(table.lines().any(|l| l.starts_with("pooled") && l.trim_end().ends_with("warm")), "{table}");
     Ok(())

@@ -97,6 +97,38 @@ mod tests {
         assert_eq!(template["properties"]["launchConfig"]["properties"]["args"]["maxItems"], 256);
     }
 
+    /// The `openAPIV3Schema` properties at `pointer` of a committed CRD.
+    fn schema_at(committed: &str, pointer: &str) -> serde_json::Value {
+        let crd: serde_json::Value = serde_yaml::from_str(committed).expect("yaml");
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].pointer(pointer).expect(pointer).clone()
+    }
+
+    fn rules(schema: &serde_json::Value) -> Vec<serde_json::Value> {
+        schema["x-kubernetes-validations"].as_array().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_session_and_a_pool_template_share_one_browser_spec_with_its_docs_bounds_and_rules() {
+        let session = schema_at(COMMITTED, "/properties/spec");
+        let template = schema_at(COMMITTED_POOL, "/properties/spec/properties/template");
+        let recorded = schema_at(COMMITTED, "/properties/status/properties/pool/properties/template");
+        let fields = template["properties"].as_object().expect("template fields");
+        assert!(fields.len() >= 10, "{:?}", fields.keys());
+        for (name, field) in fields {
+            assert_eq!(Some(field), session["properties"].get(name), "spec.{name} and spec.template.{name} differ");
+            assert_eq!(Some(field), recorded["properties"].get(name), "status.pool.template.{name} differs");
+        }
+        // BrowserSpec's own rules: kept through the session's `serde(flatten)`.
+        let browser_rules = rules(&recorded);
+        assert!(!browser_rules.is_empty());
+        for rule in &browser_rules {
+            assert!(rules(&session).contains(rule), "the session lost {rule}");
+            assert!(rules(&template).contains(rule), "the pool template lost {rule}");
+        }
+        let pool_only = rules(&template).len() - browser_rules.len();
+        assert_eq!(pool_only, 2, "a template's image is required and its snapshots are an emptyDir");
+    }
+
     #[test]
     fn the_crd_reference_lists_every_bound() {
         let docs = include_str!("../../../docs/crd-reference.md");

@@ -54,13 +54,15 @@ impl MissingReference {
 pub fn references(bs: &BrowserSession) -> Vec<(&'static str, &'static str, String)> {
     let spec = &bs.spec;
     let mut refs = Vec::new();
-    if let Some(r) = &spec.launch_config.secret_ref {
+    if let Some(r) = &spec.browser.launch_config.secret_ref {
         refs.push(("spec.launchConfig.secretRef", "Secret", r.name.clone()));
     }
     if let Some(a) = &spec.auth_state {
         refs.push(("spec.authState.secretRef", "Secret", a.secret_ref.name.clone()));
     }
-    if let Some(name) = spec.snapshots.volume.persistent_volume_claim.as_ref().and_then(|c| c.claim_name.clone()) {
+    if let Some(name) =
+        spec.browser.snapshots.volume.persistent_volume_claim.as_ref().and_then(|c| c.claim_name.clone())
+    {
         refs.push(("spec.snapshots.volume.persistentVolumeClaim.claimName", "PersistentVolumeClaim", name));
     }
     if let Some(p) = &spec.profile {

@@ -107,7 +107,7 @@ fn port(value: i32, what: &str) -> Result<u16> {
 pub fn viewer_port(session: &BrowserSession) -> Result<u16> {
     let ns = session.metadata.namespace.clone().unwrap_or_default();
     let name = name(session);
-    if !session.spec.viewer.enabled {
+    if !session.spec.browser.viewer.enabled {
         return Err(Error::Unavailable(format!(
             "BrowserSession {ns}/{name} has no viewer (spec.viewer.enabled is false); \
              create a session with the viewer on to watch it"
@@ -115,7 +115,7 @@ pub fn viewer_port(session: &BrowserSession) -> Result<u16> {
     }
     match session.status.as_ref().and_then(|s| s.viewer.as_ref()) {
         Some(viewer) => port(viewer.port, "status.viewer.port"),
-        None => port(session.spec.viewer.port, "spec.viewer.port"),
+        None => port(session.spec.browser.viewer.port, "spec.viewer.port"),
     }
 }
 
@@ -124,7 +124,7 @@ pub fn viewer_port(session: &BrowserSession) -> Result<u16> {
 pub fn cdp_port(session: &BrowserSession) -> Result<u16> {
     let ns = session.metadata.namespace.clone().unwrap_or_default();
     let name = name(session);
-    if !session.spec.cdp.enabled {
+    if !session.spec.browser.cdp.enabled {
         return Err(Error::Unavailable(format!(
             "BrowserSession {ns}/{name} has CDP disabled (spec.cdp.enabled is false, and spec.cdp cannot change): \
              create a session with it on, e.g. kubectl playpen new NAME --cdp -n {ns}"
@@ -132,7 +132,7 @@ pub fn cdp_port(session: &BrowserSession) -> Result<u16> {
     }
     match session.status.as_ref().and_then(|s| s.cdp.as_ref()) {
         Some(cdp) => port(cdp.port, "status.cdp.port"),
-        None => port(session.spec.cdp.port, "spec.cdp.port"),
+        None => port(session.spec.browser.cdp.port, "spec.cdp.port"),
     }
 }
 

@@ -2,13 +2,13 @@
 
 pub mod bounds;
 mod browser;
+mod browser_spec;
 mod pool;
 mod spec;
 mod status;
-mod template;
 
 pub use browser::*;
+pub use browser_spec::*;
 pub use pool::*;
 pub use spec::*;
 pub use status::*;
-pub use template::*;

@@ -10,8 +10,8 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::spec::BrowserSessionSpec;
-use super::template::SessionTemplate;
+use super::browser_spec::BrowserSpec;
+use super::spec::{BrowserSessionSpec, EgressMode};
 
 /// Most unclaimed Pods one pool keeps (a tenant's pool must not fill the cluster).
 pub const MAX_POOL_SIZE: i32 = 100;
@@ -48,9 +48,20 @@ pub const MAX_POOL_SIZE: i32 = 100;
     validation = Rule::new("!has(self.maxSize) || self.maxSize >= self.minReady").message("spec.maxSize must be at least spec.minReady: it bounds the unclaimed Pods, ready and warming"),
 )]
 pub struct BrowserPoolSpec {
-    /// The browser every Pod of the pool runs: the browser-defining part of a
-    /// BrowserSession spec.
-    pub template: SessionTemplate,
+    /// The browser every Pod of the pool runs: the same fields as a
+    /// BrowserSession's browser (`image`, `sandbox`, `viewer`, …), which a
+    /// session naming the pool leaves unset. What a session brings of its
+    /// own (auth state, profile, recording, an agent sidecar) cannot be in a
+    /// browser started before the session: such a session starts cold, and
+    /// says why in its `PoolClaimed` condition.
+    // What only a template must be (a pooled session's image is empty, and a
+    // session may keep its snapshots on a claim): rules on this field, not on
+    // BrowserSpec. The field path puts the image's refusal at spec.template.image.
+    #[x_kube(
+        validation = Rule::new("size(self.image) > 0").message("spec.template.image must name a browser image built by playpen-imagebuild").field_path(".image"),
+        validation = Rule::new("!has(self.snapshots) || !has(self.snapshots.volume) || !has(self.snapshots.volume.persistentVolumeClaim)").message("spec.template.snapshots.volume.persistentVolumeClaim is not for pools: a claim holds one session's files; pool Pods use an emptyDir"),
+    )]
+    pub template: BrowserSpec,
     /// Ready, unclaimed Pods the pool keeps (default 1). The `scale`
     /// subresource's replicas, so an HPA or KEDA can size the pool.
     #[serde(default = "default_min_ready")]
@@ -91,38 +102,15 @@ impl BrowserPoolSpec {
     }
 }
 
-impl SessionTemplate {
-    /// The BrowserSession spec a pool Pod is built from: the template, and
-    /// no egress at all while it waits (a warm browser loads nothing; its
-    /// session's own NetworkPolicy takes over when it is claimed).
+impl BrowserSpec {
+    /// The BrowserSession spec a pool Pod is built from: this browser,
+    /// nothing per-session, and no egress at all while it waits (a warm
+    /// browser loads nothing; its session's own NetworkPolicy takes over
+    /// when it is claimed).
     pub fn warm_session_spec(&self) -> BrowserSessionSpec {
-        let mut spec = self.session_spec();
-        spec.network.egress.mode = super::spec::EgressMode::DenyAll;
+        let mut spec = BrowserSessionSpec { browser: self.clone(), ..BrowserSessionSpec::default() };
+        spec.network.egress.mode = EgressMode::DenyAll;
         spec
-    }
-
-    /// The template as a BrowserSession spec, nothing per-session set.
-    pub fn session_spec(&self) -> BrowserSessionSpec {
-        BrowserSessionSpec {
-            image: self.image.clone(),
-            image_pull_policy: self.image_pull_policy,
-            image_pull_secrets: self.image_pull_secrets.clone(),
-            session_name: self.session_name.clone(),
-            sandbox: self.sandbox,
-            launch_config: self.launch_config.clone(),
-            viewer: self.viewer.clone(),
-            cdp: self.cdp.clone(),
-            snapshots: self.snapshots.clone(),
-            auth_state: None,
-            profile: None,
-            idle_timeout_seconds: None,
-            max_lifetime_seconds: None,
-            pod: self.pod.clone(),
-            agent: None,
-            network: Default::default(),
-            recording: Default::default(),
-            pool: None,
-        }
     }
 }
 

@@ -1,4 +1,7 @@
-//! `BrowserSession.spec`: what a platform team asks for.
+//! `BrowserSession.spec`: what a platform team asks for: a browser (its
+//! fields, shared with a BrowserPool's template, are [`BrowserSpec`]'s,
+//! flattened to the top level of `spec`) or a pool to take one from, and
+//! what the session brings of its own.
 //!
 //! Fields that define the running browser are immutable (a change would need
 //! a new browser, and Playpen never restarts a browser behind an agent's
@@ -6,13 +9,14 @@
 //! and maximum lifetime — may change; they reach the runtime through its
 //! ConfigMap without a restart. The CEL rules sit next to the fields they guard.
 
-use k8s_openapi::api::core::v1::{EnvVar, LocalObjectReference, ResourceRequirements};
+use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::browser::*;
+use super::browser_spec::BrowserSpec;
 use super::status::BrowserSessionStatus;
 
 /// A sandboxed Chromium browser session driven through `playwright-cli`.
@@ -21,7 +25,7 @@ use super::status::BrowserSessionStatus;
 /// runtime, a launch-config Secret, a runtime ConfigMap, a snapshot volume, a
 /// loopback-only viewer reachable through `kubectl port-forward` to the
 /// `<name>-view` Service, and a NetworkPolicy that denies in-cluster ingress.
-#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[kube(
     group = "playpen.dev",
     version = "v1alpha1",
@@ -54,7 +58,6 @@ use super::status::BrowserSessionStatus;
     validation = Rule::new("self.launchConfig == oldSelf.launchConfig").message("spec.launchConfig is immutable: the browser was launched with it; delete and re-create the BrowserSession"),
     validation = Rule::new("self.viewer == oldSelf.viewer").message("spec.viewer is immutable: the runtime holds the pinned port for the browser's lifetime; delete and re-create the BrowserSession"),
     validation = Rule::new("self.cdp == oldSelf.cdp").message("spec.cdp is immutable: the browser was launched with its debugging port and the runtime holds the pinned port; delete and re-create the BrowserSession"),
-    validation = Rule::new("!self.cdp.enabled || !self.viewer.enabled || self.cdp.port != self.viewer.port").message("spec.cdp.port must differ from spec.viewer.port: both are pinned on the Pod's loopback"),
     validation = Rule::new("self.snapshots.volume == oldSelf.snapshots.volume").message("spec.snapshots.volume is immutable: moving it would lose snapshots the agent holds paths to; delete and re-create the BrowserSession"),
     validation = Rule::new("has(self.authState) == has(oldSelf.authState) && (!has(self.authState) || self.authState == oldSelf.authState)").message("spec.authState is immutable: it is loaded once when the browser starts; delete and re-create the BrowserSession"),
     validation = Rule::new("has(self.profile) == has(oldSelf.profile) && (!has(self.profile) || self.profile == oldSelf.profile)").message("spec.profile is immutable: the browser holds the profile open; delete and re-create the BrowserSession"),
@@ -63,55 +66,12 @@ use super::status::BrowserSessionStatus;
     validation = Rule::new("has(self.agent) == has(oldSelf.agent) && (!has(self.agent) || self.agent == oldSelf.agent)").message("spec.agent is immutable: the sidecar shares the running browser's Pod; delete and re-create the BrowserSession"),
 )]
 pub struct BrowserSessionSpec {
-    /// Browser image built by playpen-imagebuild (it contains Chromium, the
-    /// pinned Node.js and playwright-cli, and /usr/local/bin/playpen-session).
-    /// Empty when `pool` names a BrowserPool, whose template names it.
-    #[serde(default)]
-    pub image: String,
-
-    /// Image pull policy of the browser container (and of the agent sidecar).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image_pull_policy: Option<PullPolicy>,
-
-    /// Secrets used to pull the images.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub image_pull_secrets: Vec<LocalObjectReference>,
-
-    /// playwright-cli session name (`PLAYWRIGHT_CLI_SESSION`). Generated from
-    /// metadata.name when omitted. Lowercase letters, digits, '-', '_' and
-    /// '.', at most 45 characters: the longest name whose socket path
-    /// `/var/lib/playpen/pw/<8hex>/s/cli/<16hex>-<name>.sock` stays under the
-    /// 103-byte AF_UNIX limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// (Its maxLength comes from the socket budget, in `bounds`.)
-    #[x_kube(
-        validation = Rule::new("self.matches('^[a-z0-9][a-z0-9_.-]*$')").message("spec.sessionName must start with a lowercase letter or digit and contain only lowercase letters, digits, '-', '_' and '.'"),
-    )]
-    pub session_name: Option<String>,
-
-    /// Chromium sandbox mode. `Enforced` (default) keeps Chromium's sandbox
-    /// on and gives the Pod a seccomp profile that lets it work. `Disabled`
-    /// turns it off; this is recorded in an Event and a condition.
-    #[serde(default)]
-    pub sandbox: SandboxMode,
-
-    /// The playwright-cli launch config: generated from these fields, or the
-    /// user's own config Secret (`secretRef`), to which nothing is added.
-    #[serde(default)]
-    pub launch_config: LaunchConfig,
-
-    /// The human takeover viewer (`playwright-cli show`) on a pinned port.
-    #[serde(default)]
-    pub viewer: Viewer,
-
-    /// An opt-in Chrome DevTools Protocol endpoint on a pinned loopback port,
-    /// for Playwright `connectOverCDP`, Puppeteer and browser-use clients.
-    #[serde(default)]
-    pub cdp: Cdp,
-
-    /// Where snapshots go and how long they are kept.
-    #[serde(default)]
-    pub snapshots: Snapshots,
+    /// The browser: `image`, `sandbox`, `launchConfig`, `viewer`, `cdp`,
+    /// `snapshots`, `pod`, … at the top level of `spec`, as a BrowserPool's
+    /// `spec.template` holds them. A pooled session leaves them unset: the
+    /// pool's template defines its browser.
+    #[serde(flatten)]
+    pub browser: BrowserSpec,
 
     /// Saved auth state (`state-load`) taken from a Secret when the browser starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,10 +90,6 @@ pub struct BrowserSessionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self > 0").message("spec.maxLifetimeSeconds must be positive; omit it for no limit"))]
     pub max_lifetime_seconds: Option<i64>,
-
-    /// Pod-level settings: resources, scheduling, `/dev/shm`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod: Option<PodSettings>,
 
     /// An optional agent sidecar that shares the session's sockets, config
     /// and environment, so plain `playwright-cli <verb>` in it drives this browser.
@@ -157,6 +113,26 @@ pub struct BrowserSessionSpec {
     /// condition says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolRef>,
+}
+
+/// Where a session's browser is defined: its own spec, or a BrowserPool's
+/// template (the CEL rules admit exactly one).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BrowserSource<'a> {
+    /// The session's own browser fields (`spec.image` names the image).
+    Own(&'a BrowserSpec),
+    /// The pool whose template defines the browser (`spec.pool`).
+    Pool(&'a PoolRef),
+}
+
+impl BrowserSessionSpec {
+    /// Where this session's browser is defined.
+    pub fn source(&self) -> BrowserSource<'_> {
+        match &self.pool {
+            Some(pool) => BrowserSource::Pool(pool),
+            None => BrowserSource::Own(&self.browser),
+        }
+    }
 }
 
 /// What the session records, with the CLI's own `video-start` and `tracing-start`.

@@ -4,7 +4,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::template::SessionTemplate;
+use super::browser_spec::BrowserSpec;
 
 /// Observed state of a BrowserSession.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -69,7 +69,7 @@ pub struct PoolClaimStatus {
     /// session runs it for life (its children are built from it), so a
     /// later edit or deletion of the pool changes only unclaimed Pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<SessionTemplate>,
+    pub template: Option<BrowserSpec>,
 }
 
 /// Browser Pods the operator replaced, and whether it gave up.

@@ -16,9 +16,9 @@ use crate::error::{Error, Result};
 
 /// The generated launch config for `spec`.
 pub fn launch_config_json(spec: &BrowserSessionSpec) -> Value {
-    let launch = &spec.launch_config;
+    let launch = &spec.browser.launch_config;
     let mut options = Map::new();
-    options.insert("chromiumSandbox".into(), Value::Bool(spec.sandbox == SandboxMode::Enforced));
+    options.insert("chromiumSandbox".into(), Value::Bool(spec.browser.sandbox == SandboxMode::Enforced));
     options.insert("headless".into(), Value::Bool(launch.headless.unwrap_or(true)));
     if let Some(path) = &launch.executable_path {
         options.insert("executablePath".into(), Value::String(path.clone()));
@@ -37,7 +37,7 @@ pub fn launch_config_json(spec: &BrowserSessionSpec) -> Value {
 
 /// The generated Secret, or `None` when the user names their own config.
 pub fn launch_secret(bs: &BrowserSession, id: &Identity) -> Result<Option<Secret>> {
-    if bs.spec.launch_config.secret_ref.is_some() {
+    if bs.spec.browser.launch_config.secret_ref.is_some() {
         return Ok(None);
     }
     let config = serde_json::to_string_pretty(&launch_config_json(&bs.spec))

@@ -58,7 +58,7 @@ impl Identity {
         let namespace = meta.namespace.clone().ok_or(Error::MissingMetadata("namespace"))?;
         let uid = meta.uid.clone().ok_or(Error::MissingMetadata("uid"))?;
         let owner = bs.controller_owner_ref(&()).ok_or(Error::MissingMetadata("uid"))?;
-        let session_name = bs.spec.session_name.clone().unwrap_or_else(|| generated_session_name(&name, &uid));
+        let session_name = bs.spec.browser.session_name.clone().unwrap_or_else(|| generated_session_name(&name, &uid));
         Ok(Self {
             names: ChildNames::for_session(&name),
             socket_namespace: socket_namespace(&uid),

@@ -39,8 +39,8 @@ pub const CDP_PORT_NAME: &str = "cdp";
 /// Both are bound on 127.0.0.1 in the Pod; they are declared on the container
 /// and the Service so `kubectl port-forward svc/<name>-view` finds them.
 pub fn pinned_ports(spec: &BrowserSessionSpec) -> Vec<(&'static str, i32)> {
-    let viewer = spec.viewer.enabled.then_some((VIEWER_PORT_NAME, spec.viewer.port));
-    let cdp = spec.cdp.enabled.then_some((CDP_PORT_NAME, spec.cdp.port));
+    let viewer = spec.browser.viewer.enabled.then_some((VIEWER_PORT_NAME, spec.browser.viewer.port));
+    let cdp = spec.browser.cdp.enabled.then_some((CDP_PORT_NAME, spec.browser.cdp.port));
     viewer.into_iter().chain(cdp).collect()
 }
 

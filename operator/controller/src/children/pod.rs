@@ -144,9 +144,10 @@ fn secret_volume(name: &str, secret: &str, items: Option<Vec<KeyToPath>>, mode: 
 /// state and the profile (the browser owns those).
 fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>, Vec<VolumeMount>) {
     let spec = &bs.spec;
-    let shm = spec.pod.as_ref().and_then(|p| p.shm_size.clone()).unwrap_or_else(|| Quantity(DEFAULT_SHM_SIZE.into()));
+    let shm =
+        spec.browser.pod.as_ref().and_then(|p| p.shm_size.clone()).unwrap_or_else(|| Quantity(DEFAULT_SHM_SIZE.into()));
     let launch_secret =
-        spec.launch_config.secret_ref.as_ref().map_or(id.names.launch_secret.as_str(), |r| r.name.as_str());
+        spec.browser.launch_config.secret_ref.as_ref().map_or(id.names.launch_secret.as_str(), |r| r.name.as_str());
     let mut vols = vec![
         empty_dir("data-home", None, None),
         empty_dir("tmp", None, None),
@@ -163,7 +164,7 @@ fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>
             ..Volume::default()
         },
     ];
-    let snapshots = &spec.snapshots.volume;
+    let snapshots = &spec.browser.snapshots.volume;
     vols.push(match &snapshots.persistent_volume_claim {
         Some(c) => claim("snapshots", c.claim_name.as_deref().unwrap_or(&id.names.snapshot_claim)),
         None => empty_dir(
@@ -249,7 +250,7 @@ pub fn runtime_class<'a>(bs: &'a BrowserSession, settings: &'a Settings) -> Opti
 
 pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
     let spec = &bs.spec;
-    let pod_settings = spec.pod.clone().unwrap_or_default();
+    let pod_settings = spec.browser.pod.clone().unwrap_or_default();
     let (volumes, browser_mounts, agent_mounts) = volumes(bs, id);
     let env = session_env(bs, id);
     // The readiness endpoint listens on the Pod's address; the agent does not need it.
@@ -262,14 +263,14 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
         }),
         ..EnvVar::default()
     });
-    let pull_policy = spec.image_pull_policy.map(|p| p.as_str().to_owned());
-    let seccomp = match spec.sandbox {
+    let pull_policy = spec.browser.image_pull_policy.map(|p| p.as_str().to_owned());
+    let seccomp = match spec.browser.sandbox {
         SandboxMode::Enforced => settings.enforced_seccomp.profile(),
         SandboxMode::Disabled => runtime_default(),
     };
     let browser = Container {
         name: BROWSER_CONTAINER.into(),
-        image: Some(spec.image.clone()),
+        image: Some(spec.browser.image.clone()),
         image_pull_policy: pull_policy.clone(),
         command: Some(vec![SESSION_RUNTIME_BIN.into()]),
         args: Some(vec!["run".into()]),
@@ -344,7 +345,8 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             service_account_name: service_account,
             enable_service_links: Some(false),
             termination_grace_period_seconds: Some(30),
-            image_pull_secrets: (!spec.image_pull_secrets.is_empty()).then(|| spec.image_pull_secrets.clone()),
+            image_pull_secrets: (!spec.browser.image_pull_secrets.is_empty())
+                .then(|| spec.browser.image_pull_secrets.clone()),
             node_selector: pod_settings.node_selector,
             tolerations: pod_settings.tolerations,
             affinity: pod_settings.affinity,

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 pub fn launch_config_path(bs: &BrowserSession) -> String {
     let key = bs
         .spec
+        .browser
         .launch_config
         .secret_ref
         .as_ref()
@@ -36,13 +37,19 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity) -> RuntimeConfig {
         daemon_session_dir: daemon_session_dir(DATA_HOME, &id.socket_namespace),
         launch_config: launch_config_path(bs),
         output_dir: SNAPSHOT_DIR.to_owned(),
-        sandbox: spec.sandbox,
-        viewer_port: spec.viewer.enabled.then(|| u16::try_from(spec.viewer.port).ok()).flatten(),
-        cdp_port: spec.cdp.enabled.then(|| u16::try_from(spec.cdp.port).ok()).flatten(),
-        snapshot_max_age_seconds: spec.snapshots.retention.max_age_seconds,
-        snapshot_max_count: spec.snapshots.retention.max_count,
+        sandbox: spec.browser.sandbox,
+        viewer_port: spec.browser.viewer.enabled.then(|| u16::try_from(spec.browser.viewer.port).ok()).flatten(),
+        cdp_port: spec.browser.cdp.enabled.then(|| u16::try_from(spec.browser.cdp.port).ok()).flatten(),
+        snapshot_max_age_seconds: spec.browser.snapshots.retention.max_age_seconds,
+        snapshot_max_count: spec.browser.snapshots.retention.max_count,
         snapshot_volume_bytes: snapshot_volume_bytes(bs),
-        snapshot_max_total_bytes: spec.snapshots.retention.max_total_size.as_ref().and_then(|q| quantity::bytes(&q.0)),
+        snapshot_max_total_bytes: spec
+            .browser
+            .snapshots
+            .retention
+            .max_total_size
+            .as_ref()
+            .and_then(|q| quantity::bytes(&q.0)),
         idle_timeout_seconds: spec.idle_timeout_seconds,
         max_lifetime_seconds: spec.max_lifetime_seconds,
         session_started_at: bs.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
@@ -57,7 +64,7 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity) -> RuntimeConfig {
 /// (the default limit when none is set) or the size of a claim the operator
 /// creates. An existing claim's size is the runtime's to measure.
 fn snapshot_volume_bytes(bs: &BrowserSession) -> Option<u64> {
-    let volume = &bs.spec.snapshots.volume;
+    let volume = &bs.spec.browser.snapshots.volume;
     let size = match &volume.persistent_volume_claim {
         Some(claim) => claim.size.as_ref()?.0.clone(),
         None => volume

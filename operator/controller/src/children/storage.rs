@@ -9,7 +9,7 @@ use super::{labels::child_meta, Identity};
 
 /// `<name>-snapshots` when the spec asks for a new claim of a given size.
 pub fn snapshot_claim(bs: &BrowserSession, id: &Identity) -> Option<PersistentVolumeClaim> {
-    let claim = bs.spec.snapshots.volume.persistent_volume_claim.as_ref()?;
+    let claim = bs.spec.browser.snapshots.volume.persistent_volume_claim.as_ref()?;
     let size = claim.size.clone()?;
     Some(PersistentVolumeClaim {
         metadata: child_meta(id, &id.names.snapshot_claim, "snapshots"),

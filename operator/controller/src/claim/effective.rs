@@ -1,42 +1,15 @@
 //! The spec a pooled session runs (pure): the pool's template for the
-//! browser, the session's own fields for the rest; what in the session
-//! contradicts the template; and what keeps a warm browser from serving it.
+//! browser, the session's own fields for the rest; and what keeps a warm
+//! browser from serving it.
 
-use playpen_api::v1alpha1::{
-    BrowserSessionSpec, Cdp, LaunchConfig, SandboxMode, SessionTemplate, SnapshotVolume, Viewer,
-};
+use playpen_api::v1alpha1::{BrowserSessionSpec, BrowserSpec};
 
-/// The session's spec with the browser-defining part taken from `template`.
-pub fn effective_spec(template: &SessionTemplate, session: &BrowserSessionSpec) -> BrowserSessionSpec {
-    let mut spec = template.session_spec();
-    spec.auth_state = session.auth_state.clone();
-    spec.profile = session.profile.clone();
-    spec.idle_timeout_seconds = session.idle_timeout_seconds;
-    spec.max_lifetime_seconds = session.max_lifetime_seconds;
-    spec.agent = session.agent.clone();
-    spec.network = session.network.clone();
-    spec.recording = session.recording.clone();
-    spec.snapshots.retention = session.snapshots.retention.clone();
-    spec.pool = session.pool.clone();
-    spec
-}
-
-/// Fields of a pooled session that the pool's template defines: each set
-/// one is refused by its path (silently ignoring it would run a browser
-/// other than the one asked for).
-pub fn template_conflicts(session: &BrowserSessionSpec) -> Vec<&'static str> {
-    let set = [
-        ("spec.imagePullPolicy", session.image_pull_policy.is_some()),
-        ("spec.imagePullSecrets", !session.image_pull_secrets.is_empty()),
-        ("spec.sessionName", session.session_name.is_some()),
-        ("spec.sandbox", session.sandbox != SandboxMode::default()),
-        ("spec.launchConfig", session.launch_config != LaunchConfig::default()),
-        ("spec.viewer", session.viewer != Viewer::default()),
-        ("spec.cdp", session.cdp != Cdp::default()),
-        ("spec.snapshots.volume", session.snapshots.volume != SnapshotVolume::default()),
-        ("spec.pod", session.pod.is_some()),
-    ];
-    set.into_iter().filter(|(_, is_set)| *is_set).map(|(path, _)| path).collect()
+/// The session's spec with its browser taken from `template`, but for the
+/// snapshots' retention: that stays the session's policy.
+pub fn effective_spec(template: &BrowserSpec, session: &BrowserSessionSpec) -> BrowserSessionSpec {
+    let mut browser = template.clone();
+    browser.snapshots.retention = session.browser.snapshots.retention.clone();
+    BrowserSessionSpec { browser, ..session.clone() }
 }
 
 /// Why a warm browser cannot serve `session`, if it cannot: what must be in
@@ -57,9 +30,9 @@ pub fn cold_start_reason(session: &BrowserSessionSpec) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use playpen_api::v1alpha1::{AuthState, EgressMode, PoolRef, Recording, SecretKeyRef};
+    use playpen_api::v1alpha1::{AuthState, EgressMode, PoolRef, Recording, SandboxMode, SecretKeyRef};
 
-    fn template() -> SessionTemplate {
+    fn template() -> BrowserSpec {
         serde_json::from_value(serde_json::json!({
             "image": "playpen/browser:pool", "imagePullPolicy": "Never", "sandbox": "Disabled",
             "launchConfig": {"executablePath": "/usr/bin/chromium"}, "viewer": {"enabled": false},
@@ -81,23 +54,15 @@ mod tests {
             "network": {"egress": {"mode": "DenyAll"}}, "snapshots": {"retention": {"maxCount": 3}}
         }));
         let e = effective_spec(&template(), &s);
-        assert_eq!(e.image, "playpen/browser:pool");
-        assert_eq!(e.sandbox, SandboxMode::Disabled);
-        assert!(!e.viewer.enabled);
-        assert_eq!(e.launch_config.executable_path.as_deref(), Some("/usr/bin/chromium"));
+        assert_eq!(e.browser.image, "playpen/browser:pool");
+        assert_eq!(e.browser.sandbox, SandboxMode::Disabled);
+        assert!(!e.browser.viewer.enabled);
+        assert_eq!(e.browser.launch_config.executable_path.as_deref(), Some("/usr/bin/chromium"));
         assert_eq!((e.idle_timeout_seconds, e.max_lifetime_seconds), (Some(60), Some(600)));
         assert_eq!(e.network.egress.mode, EgressMode::DenyAll);
-        assert_eq!(e.snapshots.retention.max_count, 3, "retention is the session's policy");
+        assert_eq!(e.browser.snapshots.retention.max_count, 3, "retention is the session's policy");
+        assert_eq!(e.browser.snapshots.volume, template().snapshots.volume);
         assert_eq!(e.pool, Some(PoolRef { name: "warm".into() }));
-    }
-
-    #[test]
-    fn browser_fields_on_a_pooled_session_are_refused_by_path() {
-        assert!(template_conflicts(&session(serde_json::json!({}))).is_empty());
-        let s = session(serde_json::json!({
-            "sandbox": "Disabled", "viewer": {"port": 9400}, "pod": {"shmSize": "2Gi"}, "sessionName": "x"
-        }));
-        assert_eq!(template_conflicts(&s), ["spec.sessionName", "spec.sandbox", "spec.viewer", "spec.pod"]);
     }
 
     #[test]

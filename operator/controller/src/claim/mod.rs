@@ -14,6 +14,7 @@
 //! written at once (or, under a pool policy an older operator built, the
 //! session's policy first).
 
+pub mod conflicts;
 pub mod deliver;
 pub mod effective;
 pub mod outcome;
@@ -81,7 +82,7 @@ pub async fn resolve(
     let unplaced = bs.status.as_ref().and_then(|s| s.pod_name.as_ref()).is_none();
     let warm = unplaced.then(|| cached_warm_pods(to, &pool_ref.name));
     let (pool, own) = futures::try_join!(pool_of(to, &pool_ref.name), own_pod(to, bs, id, &uid, untouched))?;
-    let conflicts = effective::template_conflicts(&bs.spec);
+    let conflicts = conflicts::template_conflicts(&bs.spec)?;
     if !conflicts.is_empty() {
         return Ok(Err(Refusal::TemplateConflict(conflicts)));
     }

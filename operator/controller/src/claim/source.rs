@@ -3,7 +3,7 @@
 //! reads these without touching the claim's I/O.
 
 use k8s_openapi::api::core::v1::Pod;
-use playpen_api::v1alpha1::{BrowserPool, SessionTemplate, WhenEmpty};
+use playpen_api::v1alpha1::{BrowserPool, BrowserSpec, WhenEmpty};
 use playpen_api::BrowserSession;
 
 use crate::error::Result;
@@ -68,7 +68,7 @@ pub struct Template {
     /// Its hash (the pool Pods' template label).
     pub hash: String,
     /// The template.
-    pub spec: SessionTemplate,
+    pub spec: BrowserSpec,
 }
 
 impl Template {
@@ -90,7 +90,7 @@ pub enum Refusal {
     /// The BrowserPool does not exist.
     PoolNotFound(String),
     /// Fields the pool's template defines are set on the session.
-    TemplateConflict(Vec<&'static str>),
+    TemplateConflict(Vec<String>),
 }
 
 impl Refusal {

@@ -14,7 +14,7 @@ use playpen_api::naming::{
     POOL_TEMPLATE_LABEL, SESSION_LABEL, WARM_NAME_ANNOTATION, WARM_SESSION_NAME_ANNOTATION,
     WARM_SOCKET_NAMESPACE_ANNOTATION,
 };
-use playpen_api::v1alpha1::SessionTemplate;
+use playpen_api::v1alpha1::BrowserSpec;
 use playpen_api::BrowserSession;
 
 use crate::children::{self, child_labels, Identity, Settings};
@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 pub const SUFFIX_LEN: usize = 5;
 
 /// The hash of `template` (its canonical JSON: fields in a fixed order).
-pub fn template_hash(template: &SessionTemplate) -> Result<String> {
+pub fn template_hash(template: &BrowserSpec) -> Result<String> {
     let value = serde_json::to_value(template).map_err(|source| Error::Serialize { what: "pool template", source })?;
     Ok(pool_template_hash(&value.to_string()))
 }
@@ -99,7 +99,7 @@ pub struct WarmChildren {
 /// the pool and labelled and annotated for the claim.
 pub fn warm_children(
     pool: &PoolIdentity,
-    template: &SessionTemplate,
+    template: &BrowserSpec,
     hash: &str,
     fresh: &Fresh,
     settings: &Settings,

@@ -5,7 +5,7 @@ use serde_json::json;
 use super::*;
 use crate::children::{pod_selector, MANAGED_BY_LABEL};
 
-fn template(value: serde_json::Value) -> SessionTemplate {
+fn template(value: serde_json::Value) -> BrowserSpec {
     serde_json::from_value(value).expect("template")
 }
 

@@ -11,7 +11,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use playpen_api::naming::ChildNames;
-use playpen_api::v1alpha1::Phase;
+use playpen_api::v1alpha1::{BrowserSource, Phase};
 use playpen_api::BrowserSession;
 use tracing::{instrument, warn};
 
@@ -163,9 +163,9 @@ async fn dereference(
             false
         }
     };
-    let pool = match &bs.spec.pool {
-        None => PoolAnswer::Own,
-        Some(pool_ref) => {
+    let pool = match bs.spec.source() {
+        BrowserSource::Own(_) => PoolAnswer::Own,
+        BrowserSource::Pool(pool_ref) => {
             let started = Instant::now();
             let resolved = match claim::resolve(target, bs, own, pool_ref, &ctx.settings, untouched).await {
                 Ok(resolved) => resolved,

@@ -212,7 +212,8 @@ fn previous_condition<'a>(bs: &'a BrowserSession, type_: &str) -> Option<&'a Con
 /// which Pod and since when (and the Pod has its own Events), and in a burst
 /// that Event was one write in seven.
 async fn publish_events(ctx: &Context, bs: &BrowserSession, new: &BrowserSessionStatus) {
-    if bs.spec.sandbox == SandboxMode::Disabled && previous_condition(bs, condition::SANDBOX_ENFORCED).is_none() {
+    if bs.spec.browser.sandbox == SandboxMode::Disabled && previous_condition(bs, condition::SANDBOX_ENFORCED).is_none()
+    {
         let note = "Chromium's sandbox is disabled by spec.sandbox=Disabled".into();
         ctx.publish(bs, EventType::Warning, "SandboxDisabled", note).await;
     }

@@ -344,13 +344,13 @@ pub fn compute(
     if !applied.ok && phase == Phase::Ready {
         phase = if was_up { Phase::Degraded } else { Phase::Starting };
     }
-    let viewer = if spec.viewer.enabled {
+    let viewer = if spec.browser.viewer.enabled {
         if browser.ok {
             Cond::new(
                 condition::VIEWER_READY,
                 true,
                 "Listening",
-                format!("the viewer answers on 127.0.0.1:{} in the Pod", spec.viewer.port),
+                format!("the viewer answers on 127.0.0.1:{} in the Pod", spec.browser.viewer.port),
             )
         } else {
             Cond::new(condition::VIEWER_READY, false, "BrowserNotReady", "the viewer starts with the browser")
@@ -358,7 +358,7 @@ pub fn compute(
     } else {
         Cond::new(condition::VIEWER_READY, false, "Disabled", "spec.viewer.enabled is false")
     };
-    let sandbox = match spec.sandbox {
+    let sandbox = match spec.browser.sandbox {
         SandboxMode::Enforced => Cond::new(condition::SANDBOX_ENFORCED, true, "Enforced", "Chromium's sandbox is on"),
         SandboxMode::Disabled => Cond::new(
             condition::SANDBOX_ENFORCED,
@@ -371,7 +371,7 @@ pub fn compute(
     // applied; whether the cluster's network plugin enforces it is its own.
     let mode = spec.network.egress.mode;
     let egress = Cond::new(condition::EGRESS_POLICY, true, mode.as_str(), egress_summary(&spec.network.egress, egress));
-    let ready_ok = resolved.ok && applied.ok && browser.ok && (viewer.ok || !spec.viewer.enabled);
+    let ready_ok = resolved.ok && applied.ok && browser.ok && (viewer.ok || !spec.browser.viewer.enabled);
     let ready = if ready_ok {
         Cond::new(
             condition::READY,
@@ -388,10 +388,10 @@ pub fn compute(
         .into_iter()
         .map(|c| settle(c, previous, generation, now))
         .collect();
-    let viewer_status = spec.viewer.enabled.then(|| ViewerStatus {
+    let viewer_status = spec.browser.viewer.enabled.then(|| ViewerStatus {
         service: id.names.viewer_service.clone(),
-        port: spec.viewer.port,
-        command: port_forward_command(&id.namespace, &id.names.viewer_service, spec.viewer.port),
+        port: spec.browser.viewer.port,
+        command: port_forward_command(&id.namespace, &id.names.viewer_service, spec.browser.viewer.port),
     });
     BrowserSessionStatus {
         phase: Some(phase),
@@ -401,10 +401,10 @@ pub fn compute(
         socket_namespace: Some(id.socket_namespace.clone()),
         pod_name: observed.pod.map(|_| id.names.pod.clone()),
         viewer: viewer_status,
-        cdp: spec.cdp.enabled.then(|| CdpStatus {
+        cdp: spec.browser.cdp.enabled.then(|| CdpStatus {
             service: id.names.viewer_service.clone(),
-            port: spec.cdp.port,
-            command: port_forward_command(&id.namespace, &id.names.viewer_service, spec.cdp.port),
+            port: spec.browser.cdp.port,
+            command: port_forward_command(&id.namespace, &id.names.viewer_service, spec.browser.cdp.port),
         }),
         recording: (spec.recording.video || spec.recording.trace).then(|| RecordingStatus {
             directory: RECORDINGS_DIR.to_owned(),

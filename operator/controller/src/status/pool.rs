@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn a_refusal_fails_the_session_naming_the_field() {
         let mut s = BrowserSessionStatus { phase: Some(Phase::Pending), ..Default::default() };
-        refuse(&mut s, &Refusal::TemplateConflict(vec!["spec.viewer"]), &[], now());
+        refuse(&mut s, &Refusal::TemplateConflict(vec!["spec.viewer".into()]), &[], now());
         assert_eq!(s.phase, Some(Phase::Failed));
         let c = cond(&s, condition::CONFIG_RESOLVED);
         assert_eq!(c.reason, "PoolTemplateConflict");

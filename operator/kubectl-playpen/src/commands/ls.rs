@@ -47,19 +47,19 @@ pub fn table(items: &[BrowserSession], now: i64, all_namespaces: bool, wide: boo
             if wide {
                 let port = match status.and_then(|st| st.viewer.as_ref()) {
                     Some(viewer) => viewer.port.to_string(),
-                    None if s.spec.viewer.enabled => s.spec.viewer.port.to_string(),
+                    None if s.spec.browser.viewer.enabled => s.spec.browser.viewer.port.to_string(),
                     None => "off".to_owned(),
                 };
                 let cdp = match status.and_then(|st| st.cdp.as_ref()) {
                     Some(cdp) => cdp.port.to_string(),
-                    None if s.spec.cdp.enabled => s.spec.cdp.port.to_string(),
+                    None if s.spec.browser.cdp.enabled => s.spec.browser.cdp.port.to_string(),
                     None => "off".to_owned(),
                 };
                 row.extend([
                     status.and_then(|st| st.session_name.clone()).unwrap_or_else(dash),
                     port,
                     cdp,
-                    s.spec.image.clone(),
+                    s.spec.browser.image.clone(),
                 ]);
             }
             row

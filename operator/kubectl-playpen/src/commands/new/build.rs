@@ -184,8 +184,8 @@ mod tests {
                 "spec": {"image": "img:1", "viewer": {"port": 9400}}})
         );
         let typed: BrowserSession = serde_json::from_value(object).unwrap();
-        assert_eq!(typed.spec.viewer.port, 9400);
-        assert!(typed.spec.viewer.enabled);
+        assert_eq!(typed.spec.browser.viewer.port, 9400);
+        assert!(typed.spec.browser.viewer.enabled);
     }
 
     #[test]
@@ -280,8 +280,8 @@ mod tests {
         let object = build(&Request { cdp: true, ..request() }).unwrap();
         assert_eq!(object["spec"]["cdp"], json!({"enabled": true}));
         let typed: BrowserSession = serde_json::from_value(object).unwrap();
-        assert!(typed.spec.cdp.enabled);
-        assert_eq!(typed.spec.cdp.port, 9222);
+        assert!(typed.spec.browser.cdp.enabled);
+        assert_eq!(typed.spec.browser.cdp.port, 9222);
         let object = build(&Request { cdp: true, ..with_file("cdp: {port: 9300}\n") }).unwrap();
         assert_eq!(object["spec"]["cdp"], json!({"enabled": true, "port": 9300}));
         let object = build(&with_file("cdp: {enabled: true}\n")).unwrap();

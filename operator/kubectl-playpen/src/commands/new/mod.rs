@@ -77,17 +77,17 @@ pub async fn run(cluster: &Cluster, args: NewArgs) -> Result<()> {
     };
     let object = build::build(&request)?;
     let created = create(cluster, &object, &args.name).await?;
-    let image = created.spec.image.as_str();
+    let image = created.spec.browser.image.as_str();
     println!("browsersession.playpen.dev/{} created in namespace {ns} (image {image})", args.name);
     if !args.wait {
         println!("it becomes Ready in a moment (kubectl playpen ls -n {ns}); then:");
-        print!("{}", usage_hints(&ns, &args.name, created.spec.cdp.enabled));
+        print!("{}", usage_hints(&ns, &args.name, created.spec.browser.cdp.enabled));
         return Ok(());
     }
     let status = wait::until_ready(cluster, &args.name, args.timeout).await?;
     let pod = status.pod_name.as_deref().unwrap_or("-");
     println!("BrowserSession {ns}/{} is Ready (Pod {pod}):", args.name);
-    print!("{}", usage_hints(&ns, &args.name, created.spec.cdp.enabled));
+    print!("{}", usage_hints(&ns, &args.name, created.spec.browser.cdp.enabled));
     Ok(())
 }
 
