@@ -74,7 +74,7 @@ pub fn references(bs: &BrowserSession) -> Vec<(&'static str, &'static str, Strin
 /// The RuntimeClass `bs`'s Pod names, with the field (or chart value) naming it.
 pub fn runtime_class_reference(bs: &BrowserSession, settings: &Settings) -> Option<(&'static str, String)> {
     let name = children::runtime_class(bs, settings)?;
-    let own = bs.spec.pod.as_ref().and_then(|p| p.runtime_class_name.as_deref()).is_some_and(|n| !n.is_empty());
+    let own = children::own_runtime_class(bs).is_some();
     let field = if own {
         "spec.pod.runtimeClassName"
     } else {

@@ -28,7 +28,7 @@ pub use network::{
     baseline_policy, egress_summary, Cidr, CidrError, DnsPeer, EgressDefaults, BASELINE_POLICY, COMPONENT_BASELINE,
     SPECIAL_RANGES,
 };
-pub use pod::{runtime_class, SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
+pub use pod::{own_runtime_class, runtime_class, SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
 pub use resources::{browser_resources, parse_defaults as parse_browser_resources, DEFAULT_BROWSER_RESOURCES};
 pub use runtime::{runtime_config, warm_runtime_config_map};
 

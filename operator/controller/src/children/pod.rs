@@ -244,8 +244,13 @@ fn container_security() -> SecurityContext {
 /// pool template's) own, else the operator's default (chart value
 /// `sessions.runtimeClassName`), else none (the cluster's default runtime).
 pub fn runtime_class<'a>(bs: &'a BrowserSession, settings: &'a Settings) -> Option<&'a str> {
-    let own = bs.spec.pod.as_ref().and_then(|p| p.runtime_class_name.as_deref());
-    own.or(settings.runtime_class.as_deref()).filter(|name| !name.is_empty())
+    own_runtime_class(bs).or(settings.runtime_class.as_deref().filter(|name| !name.is_empty()))
+}
+
+/// The RuntimeClass `bs`'s spec names itself (`spec.pod.runtimeClassName`).
+pub fn own_runtime_class(bs: &BrowserSession) -> Option<&str> {
+    let pod = bs.spec.browser.pod.as_ref()?;
+    pod.runtime_class_name.as_deref().filter(|name| !name.is_empty())
 }
 
 pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
