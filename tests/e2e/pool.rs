@@ -391,6 +391,7 @@ pub async fn a_claimed_session_keeps_its_settings(client: &Client, installed: &I
     let edit = json!({"spec": {"template": {"viewer": {"port": 9400}, "sandbox": "Disabled",
         "snapshots": {"volume": {"emptyDir": {"sizeLimit": "2Gi"}}}}}});
     pools.patch(KEEP, &PatchParams::default(), &Patch::Merge(&edit)).await?;
+    // A deliberate pause, to prove nothing happens: time for a wrongful change.
     tokio::time::sleep(Duration::from_secs(20)).await;
     let unchanged = |when: &'static str| {
         let (sessions, maps, runtime, runtime_map, pod, placed) =

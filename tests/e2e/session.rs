@@ -208,6 +208,7 @@ pub async fn drive_view_recover_delete(client: &Client, installed: &Installed) -
 
     // 7. Delete: the runtime closes the browser through the CLI, and every child goes.
     let logs = follow_logs(ns, &pod, BROWSER)?;
+    // A deliberate pause: `kubectl logs -f` is attached before the delete.
     tokio::time::sleep(Duration::from_millis(500)).await;
     Api::<BrowserSession>::namespaced(client.clone(), ns).delete(name, &DeleteParams::default()).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);

@@ -324,7 +324,17 @@ impl Drop for RunningOperator {
 
 /// Retries `check` every 200 ms until it succeeds or `timeout` passes; then
 /// fails with the last error.
-pub async fn eventually<T, F, Fut>(timeout: Duration, mut check: F) -> anyhow::Result<T>
+pub async fn eventually<T, F, Fut>(timeout: Duration, check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    eventually_every(Duration::from_millis(200), timeout, check).await
+}
+
+/// [`eventually`], retrying every `interval` (for checks too costly to run
+/// five times a second).
+pub async fn eventually_every<T, F, Fut>(interval: Duration, timeout: Duration, mut check: F) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = anyhow::Result<T>>,
@@ -336,7 +346,7 @@ where
             Err(e) if tokio::time::Instant::now() >= deadline => {
                 return Err(e.context(format!("still failing after {timeout:?}")));
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(_) => tokio::time::sleep(interval).await,
         }
     }
 }
