@@ -19,7 +19,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
-use playpen_tests::{client, quantile};
+use playpen_tests::{client, kubectl, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -47,12 +47,7 @@ fn log_time(logs: &str, needle: &str) -> Option<SystemTime> {
 }
 
 async fn logs(ns: &str, pod: &str) -> anyhow::Result<String> {
-    let kubectl = std::env::var("PLAYPEN_KUBECTL").context("PLAYPEN_KUBECTL")?;
-    let out = tokio::process::Command::new(kubectl)
-        .args(["logs", "--timestamps", "-n", ns, pod, "-c", "browser"])
-        .output()
-        .await?;
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(kubectl::run(&["logs", "--timestamps", "-n", ns, pod, "-c", "browser"]).await?.stdout)
 }
 
 async fn one_session(client: &Client, ns: &str, i: usize, toleration: &serde_json::Value) -> anyhow::Result<Sample> {

@@ -58,7 +58,7 @@ async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -
         "--set-json",
         &format!("admissionPolicy.namespaceSelector={selector}"),
     ])?;
-    kubectl(&["apply", "--server-side", "--field-manager", "playpen-tests", "-f", "-"], Some(&rendered))?;
+    kubectl(&["apply", "--server-side", "--field-manager", "playpen-tests", "-f", "-"], &rendered).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let meta = json!({"metadata": {"labels": {"playpen.dev/test-policy": g}, "annotations": {
         "playpen.dev/allowed-secrets": "launch-ok, auth-ok,pull-ok,token-ok",
@@ -156,6 +156,6 @@ async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -
     let unguarded: Api<BrowserSession> = Api::namespaced(client.clone(), &open.name);
     let verdict = admit(&unguarded, "free", launch("launch-bad")).await?;
     ensure!(verdict.is_ok(), "the policy must apply only where its binding selects: {verdict:?}");
-    kubectl(&["delete", "--ignore-not-found", "-f", "-"], Some(&rendered))?;
+    kubectl(&["delete", "--ignore-not-found", "-f", "-"], &rendered).await?;
     Ok(())
 }
