@@ -19,7 +19,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
-use playpen_tests::{client, kubectl, quantile};
+use playpen_tests::{client, fixtures, kubectl, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -52,13 +52,13 @@ async fn logs(ns: &str, pod: &str) -> anyhow::Result<String> {
 
 async fn one_session(client: &Client, ns: &str, i: usize, toleration: &serde_json::Value) -> anyhow::Result<Sample> {
     let name = format!("cold-{i}");
-    let bs: BrowserSession = serde_json::from_value(json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "metadata": {"name": name},
-        "spec": {"image": IMAGE, "imagePullPolicy": "Never",
+    let bs = fixtures::session(
+        &name,
+        json!({"image": IMAGE, "imagePullPolicy": "Never",
             "launchConfig": {"executablePath": "/usr/bin/chromium",
                 "args": ["--disable-background-networking", "--disable-component-update"]},
-            "pod": {"tolerations": toleration}}
-    }))?;
+            "pod": {"tolerations": toleration}}),
+    )?;
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let t0 = SystemTime::now();

@@ -33,7 +33,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
-use playpen_tests::{client, quantile};
+use playpen_tests::{client, fixtures, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -66,13 +66,13 @@ struct Step {
 
 impl Bench {
     fn session(&self, name: &str) -> anyhow::Result<BrowserSession> {
-        Ok(serde_json::from_value(json!({
-            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "metadata": {"name": name},
-            "spec": {"image": IMAGE, "imagePullPolicy": "Never",
+        fixtures::session(
+            name,
+            json!({"image": IMAGE, "imagePullPolicy": "Never",
                 "launchConfig": {"executablePath": "/usr/bin/chromium",
                     "args": ["--disable-background-networking", "--disable-component-update"]},
-                "network": {"egress": {"allowPeers": [{"namespace": self.ns, "podLabels": {"app": "fixture"}}]}}}
-        }))?)
+                "network": {"egress": {"allowPeers": [{"namespace": self.ns, "podLabels": {"app": "fixture"}}]}}}),
+        )
     }
 
     fn sessions(&self) -> Api<BrowserSession> {

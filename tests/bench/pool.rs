@@ -20,7 +20,7 @@ use kube::Client;
 use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL};
 use playpen_api::v1alpha1::{BrowserPool, Phase};
 use playpen_api::BrowserSession;
-use playpen_tests::{client, kubectl, quantile};
+use playpen_tests::{client, fixtures, kubectl, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -83,10 +83,7 @@ impl Bench {
     }
 
     async fn create(&self, name: &str, spec: serde_json::Value) -> anyhow::Result<()> {
-        let bs: BrowserSession = serde_json::from_value(json!({
-            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "metadata": {"name": name}, "spec": spec
-        }))?;
-        self.sessions().create(&PostParams::default(), &bs).await?;
+        self.sessions().create(&PostParams::default(), &fixtures::session(name, spec)?).await?;
         Ok(())
     }
 

@@ -15,6 +15,7 @@ use playpen_api::v1alpha1::{condition, Phase};
 use playpen_api::BrowserSession;
 use playpen_operator::children::COMPONENT_BASELINE;
 use playpen_tests::eventually_every;
+use playpen_tests::fixtures::session;
 use serde_json::json;
 
 use crate::kubectl::exec;
@@ -119,11 +120,10 @@ impl Fleet {
             Kind::Auth => spec["authState"] = json!({"secretRef": {"name": "chaos-auth"}}),
             Kind::Small => spec["snapshots"] = json!({"volume": {"emptyDir": {"sizeLimit": "64Mi"}}}),
         }
-        let bs: BrowserSession = serde_json::from_value(json!({
-            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-            "metadata": {"name": name}, "spec": spec
-        }))?;
-        self.api.create(&PostParams::default(), &bs).await.with_context(|| format!("creating {name}"))?;
+        self.api
+            .create(&PostParams::default(), &session(&name, spec)?)
+            .await
+            .with_context(|| format!("creating {name}"))?;
         self.live.insert(name.clone(), kind);
         Ok(name)
     }

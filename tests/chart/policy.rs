@@ -17,8 +17,7 @@ use crate::{helm, kubectl, CHART};
 
 /// Creates (dry run: admission runs, nothing is stored) a session with `spec`.
 async fn admit(api: &Api<BrowserSession>, name: &str, spec: Value) -> anyhow::Result<Result<(), String>> {
-    let bs: BrowserSession = serde_json::from_value(json!({"apiVersion": "playpen.dev/v1alpha1",
-        "kind": "BrowserSession", "metadata": {"name": name}, "spec": spec}))?;
+    let bs = playpen_tests::fixtures::session(name, spec)?;
     match api.create(&PostParams { dry_run: true, ..PostParams::default() }, &bs).await {
         Ok(_) => Ok(Ok(())),
         Err(kube::Error::Api(status)) if status.code == 422 || status.code == 403 => Ok(Err(status.message)),

@@ -44,26 +44,22 @@ pub async fn create_with(
     network: serde_json::Value,
     extra: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let mut object = json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-        "metadata": {"name": name},
-        "spec": {
-            "image": BROWSER_IMAGE,
-            "imagePullPolicy": "Never",
-            "sandbox": sandbox,
-            "launchConfig": {
-                "executablePath": "/usr/bin/chromium",
-                // This machine's network is closed: no background lookups of Google's hosts.
-                "args": ["--disable-background-networking", "--disable-component-update"]
-            },
-            "pod": {"tolerations": tolerations(), "shmSize": "256Mi"},
-            "network": network
-        }
+    let mut spec = json!({
+        "image": BROWSER_IMAGE,
+        "imagePullPolicy": "Never",
+        "sandbox": sandbox,
+        "launchConfig": {
+            "executablePath": "/usr/bin/chromium",
+            // This machine's network is closed: no background lookups of Google's hosts.
+            "args": ["--disable-background-networking", "--disable-component-update"]
+        },
+        "pod": {"tolerations": tolerations(), "shmSize": "256Mi"},
+        "network": network
     });
-    if let (Some(spec), Some(extra)) = (object["spec"].as_object_mut(), extra.as_object()) {
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
     }
-    let bs: BrowserSession = serde_json::from_value(object)?;
+    let bs = playpen_tests::fixtures::session(name, spec)?;
     Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
     Ok(())
 }

@@ -12,6 +12,7 @@ use kube::api::{Api, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::PullPolicy;
 use playpen_api::BrowserSession;
+use playpen_tests::fixtures::session;
 use playpen_tests::kubectl::{plugin_command, with_plugin};
 use playpen_tests::{
     client, ensure_crd, eventually, kubeconfig_path, run_to_end, Output, RunningOperator, TestNamespace,
@@ -41,11 +42,7 @@ async fn playpen(args: &[&str]) -> anyhow::Result<Output> {
 }
 
 async fn create_session(client: &Client, ns: &str, name: &str, spec: serde_json::Value) -> anyhow::Result<()> {
-    let bs: BrowserSession = serde_json::from_value(json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-        "metadata": {"name": name}, "spec": spec
-    }))?;
-    Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
+    Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &session(name, spec)?).await?;
     Ok(())
 }
 

@@ -20,6 +20,7 @@ use playpen_operator::recovery::RecoveryBudget;
 use playpen_operator::runtime::leader::LeaseConfig;
 use tokio::sync::OnceCell;
 
+pub mod fixtures;
 pub mod kubectl;
 
 /// Path of the committed CRD, relative to this crate.
@@ -465,10 +466,7 @@ pub async fn churn_batch(
     within: Duration,
 ) -> anyhow::Result<()> {
     for name in names {
-        let bs: playpen_api::BrowserSession = serde_json::from_value(serde_json::json!({
-            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-            "metadata": {"name": name}, "spec": spec}))?;
-        sessions.create(&PostParams::default(), &bs).await?;
+        sessions.create(&PostParams::default(), &fixtures::session(name, spec.clone())?).await?;
     }
     eventually(within, || async {
         for name in names {
