@@ -19,7 +19,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
-use playpen_tests::{client, quantile};
+use playpen_tests::{client, fixtures, kubectl, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -47,23 +47,18 @@ fn log_time(logs: &str, needle: &str) -> Option<SystemTime> {
 }
 
 async fn logs(ns: &str, pod: &str) -> anyhow::Result<String> {
-    let kubectl = std::env::var("PLAYPEN_KUBECTL").context("PLAYPEN_KUBECTL")?;
-    let out = tokio::process::Command::new(kubectl)
-        .args(["logs", "--timestamps", "-n", ns, pod, "-c", "browser"])
-        .output()
-        .await?;
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(kubectl::run(&["logs", "--timestamps", "-n", ns, pod, "-c", "browser"]).await?.stdout)
 }
 
 async fn one_session(client: &Client, ns: &str, i: usize, toleration: &serde_json::Value) -> anyhow::Result<Sample> {
     let name = format!("cold-{i}");
-    let bs: BrowserSession = serde_json::from_value(json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "metadata": {"name": name},
-        "spec": {"image": IMAGE, "imagePullPolicy": "Never",
+    let bs = fixtures::session(
+        &name,
+        json!({"image": IMAGE, "imagePullPolicy": "Never",
             "launchConfig": {"executablePath": "/usr/bin/chromium",
                 "args": ["--disable-background-networking", "--disable-component-update"]},
-            "pod": {"tolerations": toleration}}
-    }))?;
+            "pod": {"tolerations": toleration}}),
+    )?;
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let t0 = SystemTime::now();

@@ -33,7 +33,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
-use playpen_tests::{client, quantile};
+use playpen_tests::{client, fixtures, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -47,7 +47,6 @@ fn env_secs(name: &str, default: u64) -> anyhow::Result<Duration> {
 struct Bench {
     client: Client,
     ns: String,
-    kubectl: String,
     fixture_url: String,
     node: String,
     cores: f64,
@@ -67,13 +66,13 @@ struct Step {
 
 impl Bench {
     fn session(&self, name: &str) -> anyhow::Result<BrowserSession> {
-        Ok(serde_json::from_value(json!({
-            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "metadata": {"name": name},
-            "spec": {"image": IMAGE, "imagePullPolicy": "Never",
+        fixtures::session(
+            name,
+            json!({"image": IMAGE, "imagePullPolicy": "Never",
                 "launchConfig": {"executablePath": "/usr/bin/chromium",
                     "args": ["--disable-background-networking", "--disable-component-update"]},
-                "network": {"egress": {"allowPeers": [{"namespace": self.ns, "podLabels": {"app": "fixture"}}]}}}
-        }))?)
+                "network": {"egress": {"allowPeers": [{"namespace": self.ns, "podLabels": {"app": "fixture"}}]}}}),
+        )
     }
 
     fn sessions(&self) -> Api<BrowserSession> {
@@ -96,11 +95,11 @@ impl Bench {
     }
 
     async fn kubectl(&self, args: &[&str]) -> anyhow::Result<String> {
-        let out = tokio::process::Command::new(&self.kubectl).args(args).output().await?;
-        if !out.status.success() {
-            bail!("kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = kubectl::kubectl(args).await?;
+        if out.code != 0 {
+            bail!("kubectl {args:?}: {}", out.stderr);
         }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        Ok(out.stdout)
     }
 
     /// Grows the idle fleet to `n` sessions, each Ready with the fixture open.
@@ -258,14 +257,7 @@ async fn main() -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
     let client = client().await?;
     let fixture_url = setup::start_fixture(&client, &ns, "fixture").await.context("the fixture page server")?;
-    let bench = Bench {
-        client,
-        ns,
-        kubectl: std::env::var("PLAYPEN_KUBECTL").context("PLAYPEN_KUBECTL")?,
-        fixture_url,
-        node,
-        cores,
-    };
+    let bench = Bench { client, ns, fixture_url, node, cores };
     let mut have = 0;
     let mut results = Vec::new();
     let outcome = run_steps(&bench, &steps, settle, window, cold, &mut have, &mut results).await;

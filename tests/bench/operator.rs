@@ -370,8 +370,7 @@ async fn create_sessions(client: &Client, ns: &str, opts: &Options) -> anyhow::R
         let spec = opts.spec.clone();
         async move {
             let name = format!("s{i}");
-            let bs: BrowserSession = serde_json::from_value(serde_json::json!({"apiVersion": "playpen.dev/v1alpha1",
-                "kind": "BrowserSession", "metadata": {"name": name}, "spec": spec}))?;
+            let bs = playpen_tests::fixtures::session(&name, spec.into())?;
             let sent = Instant::now();
             sessions
                 .create(&PostParams::default(), &bs)

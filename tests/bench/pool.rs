@@ -20,7 +20,7 @@ use kube::Client;
 use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL};
 use playpen_api::v1alpha1::{BrowserPool, Phase};
 use playpen_api::BrowserSession;
-use playpen_tests::{client, quantile};
+use playpen_tests::{client, fixtures, kubectl, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -83,10 +83,7 @@ impl Bench {
     }
 
     async fn create(&self, name: &str, spec: serde_json::Value) -> anyhow::Result<()> {
-        let bs: BrowserSession = serde_json::from_value(json!({
-            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "metadata": {"name": name}, "spec": spec
-        }))?;
-        self.sessions().create(&PostParams::default(), &bs).await?;
+        self.sessions().create(&PostParams::default(), &fixtures::session(name, spec)?).await?;
         Ok(())
     }
 
@@ -161,17 +158,13 @@ impl Bench {
     }
 
     async fn exec(&self, pod: &str, args: &[&str]) -> anyhow::Result<String> {
-        let kubectl = std::env::var("PLAYPEN_KUBECTL").context("PLAYPEN_KUBECTL")?;
-        let out = tokio::process::Command::new(kubectl)
-            .args(["exec", "-n", &self.ns, pod, "-c", "browser", "--"])
-            .args(args)
-            .output()
-            .await?;
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        if !out.status.success() {
-            bail!("kubectl exec {pod} {args:?}: {}{stdout}", String::from_utf8_lossy(&out.stderr));
+        let mut argv = vec!["exec", "-n", &self.ns, pod, "-c", "browser", "--"];
+        argv.extend_from_slice(args);
+        let out = kubectl::run(&argv).await?;
+        if out.code != 0 {
+            bail!("kubectl exec {pod} {args:?}: {}{}", out.stderr, out.stdout);
         }
-        Ok(stdout)
+        Ok(out.stdout)
     }
 
     /// Create → Ready → first goto answered, for one session of `spec`.
@@ -207,13 +200,9 @@ impl Bench {
             .items;
         let node = Api::<Node>::all(self.client.clone()).list(&ListParams::default()).await?;
         let node = node.items.first().and_then(|n| n.metadata.name.clone()).context("no node")?;
-        let kubectl = std::env::var("PLAYPEN_KUBECTL").context("PLAYPEN_KUBECTL")?;
-        let raw = tokio::process::Command::new(kubectl)
-            .args(["get", "--raw", &format!("/api/v1/nodes/{node}/proxy/stats/summary")])
-            .output()
-            .await?;
+        let raw = kubectl::run(&["get", "--raw", &format!("/api/v1/nodes/{node}/proxy/stats/summary")]).await?;
         let summary: serde_json::Value =
-            serde_json::from_slice(&raw.stdout).context("the kubelet's stats summary through the API server")?;
+            serde_json::from_str(&raw.stdout).context("the kubelet's stats summary through the API server")?;
         let mut sets = Vec::new();
         for pod in summary["pods"].as_array().into_iter().flatten() {
             let name = pod["podRef"]["name"].as_str().unwrap_or_default();

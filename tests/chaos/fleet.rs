@@ -14,6 +14,8 @@ use kube::{Client, Resource, ResourceExt};
 use playpen_api::v1alpha1::{condition, Phase};
 use playpen_api::BrowserSession;
 use playpen_operator::children::COMPONENT_BASELINE;
+use playpen_tests::eventually_every;
+use playpen_tests::fixtures::session;
 use serde_json::json;
 
 use crate::kubectl::exec;
@@ -118,11 +120,10 @@ impl Fleet {
             Kind::Auth => spec["authState"] = json!({"secretRef": {"name": "chaos-auth"}}),
             Kind::Small => spec["snapshots"] = json!({"volume": {"emptyDir": {"sizeLimit": "64Mi"}}}),
         }
-        let bs: BrowserSession = serde_json::from_value(json!({
-            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-            "metadata": {"name": name}, "spec": spec
-        }))?;
-        self.api.create(&PostParams::default(), &bs).await.with_context(|| format!("creating {name}"))?;
+        self.api
+            .create(&PostParams::default(), &session(&name, spec)?)
+            .await
+            .with_context(|| format!("creating {name}"))?;
         self.live.insert(name.clone(), kind);
         Ok(name)
     }
@@ -245,20 +246,17 @@ impl Fleet {
         Ok(lost)
     }
 
-    /// Waits until every check passes; returns how long that took.
+    /// Waits until every check passes; returns how long that took. Once a
+    /// second: a count lists every kind of child and execs into Pods.
     pub async fn converge(&self, timeout: Duration) -> anyhow::Result<Duration> {
         let t0 = Instant::now();
-        let mut last = Count::default();
-        while t0.elapsed() < timeout {
-            match self.count().await {
-                Ok(count) if count.converged() => return Ok(t0.elapsed()),
-                Ok(count) => last = count,
-                // The API server may be coming back from a fault.
-                Err(err) => last.not_ready = vec![format!("the check itself failed: {err:#}")],
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        ensure!(last.converged(), "not converged after {timeout:?}: {last:#?}");
+        eventually_every(Duration::from_secs(1), timeout, || async {
+            // The API server may be coming back from a fault.
+            let count = self.count().await.context("the check itself failed")?;
+            ensure!(count.converged(), "not converged: {count:#?}");
+            Ok(())
+        })
+        .await?;
         Ok(t0.elapsed())
     }
 }

@@ -28,8 +28,7 @@ const RELEASE: &str = "pp";
 const FULLNAME: &str = "pp-playpen";
 
 async fn create_session(client: &kube::Client, ns: &str, name: &str) -> anyhow::Result<BrowserSession> {
-    let bs: BrowserSession = serde_json::from_value(json!({"apiVersion": "playpen.dev/v1alpha1",
-        "kind": "BrowserSession", "metadata": {"name": name}, "spec": {"image": "playpen/browser:test"}}))?;
+    let bs = playpen_tests::fixtures::session(name, json!({"image": "playpen/browser:test"}))?;
     Ok(Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?)
 }
 

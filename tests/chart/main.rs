@@ -53,11 +53,9 @@ pub fn helm(args: &[&str]) -> anyhow::Result<String> {
     ok(&helm, &all, None)
 }
 
-/// `kubectl` with the test control plane's kubeconfig.
-pub fn kubectl(args: &[&str], stdin: Option<&str>) -> anyhow::Result<String> {
-    let kubectl = playpen_tests::tool("PLAYPEN_KUBECTL")?;
-    let kubeconfig = playpen_tests::kubeconfig_path()?;
-    let mut all = vec!["--kubeconfig", kubeconfig.as_str()];
-    all.extend_from_slice(args);
-    ok(&kubectl, &all, stdin)
+/// `kubectl <args>` fed `stdin` (the shared helper: binary, kubeconfig,
+/// timeout); requires success and returns stdout.
+pub async fn kubectl(args: &[&str], stdin: &str) -> anyhow::Result<String> {
+    let out = playpen_tests::kubectl::run_with_stdin(args, stdin).await?;
+    out.ok(&format!("kubectl {}", args.join(" ")))
 }

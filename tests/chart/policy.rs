@@ -17,8 +17,7 @@ use crate::{helm, kubectl, CHART};
 
 /// Creates (dry run: admission runs, nothing is stored) a session with `spec`.
 async fn admit(api: &Api<BrowserSession>, name: &str, spec: Value) -> anyhow::Result<Result<(), String>> {
-    let bs: BrowserSession = serde_json::from_value(json!({"apiVersion": "playpen.dev/v1alpha1",
-        "kind": "BrowserSession", "metadata": {"name": name}, "spec": spec}))?;
+    let bs = playpen_tests::fixtures::session(name, spec)?;
     match api.create(&PostParams { dry_run: true, ..PostParams::default() }, &bs).await {
         Ok(_) => Ok(Ok(())),
         Err(kube::Error::Api(status)) if status.code == 422 || status.code == 403 => Ok(Err(status.message)),
@@ -58,7 +57,7 @@ async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -
         "--set-json",
         &format!("admissionPolicy.namespaceSelector={selector}"),
     ])?;
-    kubectl(&["apply", "--server-side", "--field-manager", "playpen-tests", "-f", "-"], Some(&rendered))?;
+    kubectl(&["apply", "--server-side", "--field-manager", "playpen-tests", "-f", "-"], &rendered).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let meta = json!({"metadata": {"labels": {"playpen.dev/test-policy": g}, "annotations": {
         "playpen.dev/allowed-secrets": "launch-ok, auth-ok,pull-ok,token-ok",
@@ -156,6 +155,6 @@ async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -
     let unguarded: Api<BrowserSession> = Api::namespaced(client.clone(), &open.name);
     let verdict = admit(&unguarded, "free", launch("launch-bad")).await?;
     ensure!(verdict.is_ok(), "the policy must apply only where its binding selects: {verdict:?}");
-    kubectl(&["delete", "--ignore-not-found", "-f", "-"], Some(&rendered))?;
+    kubectl(&["delete", "--ignore-not-found", "-f", "-"], &rendered).await?;
     Ok(())
 }

@@ -72,8 +72,9 @@ async fn every_value_set_is_accepted_by_the_api_server() -> anyhow::Result<()> {
                 "-f",
                 "-",
             ],
-            Some(&manifest),
+            &manifest,
         )
+        .await
         .map_err(|e| e.context(format!("value set {name} refused by the API server")))?;
     }
     Ok(())

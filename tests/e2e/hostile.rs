@@ -36,13 +36,12 @@ async fn operator_restarts(client: &Client, system: &str) -> anyhow::Result<i32>
 /// Runs the bad session in `ns` and checks the operator in `system` survives it.
 pub async fn non_ascii_executable_is_reported_not_fatal(client: &Client, ns: &str, system: &str) -> anyhow::Result<()> {
     let path = format!("/x{}", "é".repeat(600));
-    let bs: BrowserSession = serde_json::from_value(json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-        "metadata": {"name": NAME},
-        "spec": {"image": BROWSER_IMAGE, "imagePullPolicy": "Never", "viewer": {"enabled": false},
+    let bs = playpen_tests::fixtures::session(
+        NAME,
+        json!({"image": BROWSER_IMAGE, "imagePullPolicy": "Never", "viewer": {"enabled": false},
             "launchConfig": {"executablePath": path},
-            "pod": {"tolerations": tolerations(), "shmSize": "64Mi"}}
-    }))?;
+            "pod": {"tolerations": tolerations(), "shmSize": "64Mi"}}),
+    )?;
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
     sessions.create(&PostParams::default(), &bs).await?;
     let message = eventually(Duration::from_secs(180), || async {

@@ -6,30 +6,21 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use playpen_tests::{kubeconfig_path, kubectl_plugin_command, run_to_end, tool};
+use playpen_tests::kubectl::{self as shared, plugin_command, tool_command};
+use playpen_tests::run_to_end;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 pub use playpen_tests::Output;
 
-fn command(var: &str, args: &[&str]) -> anyhow::Result<Command> {
-    let mut cmd = Command::new(tool(var)?);
-    cmd.args(args).env("KUBECONFIG", kubeconfig_path()?).stdin(Stdio::null()).kill_on_drop(true);
-    Ok(cmd)
-}
-
-async fn run(var: &str, args: &[&str], timeout: Duration) -> anyhow::Result<Output> {
-    run_to_end(command(var, args)?, timeout).await
-}
-
 /// `kubectl <args>`.
 pub async fn kubectl(args: &[&str]) -> anyhow::Result<Output> {
-    run("PLAYPEN_KUBECTL", args, Duration::from_secs(120)).await
+    shared::run(args).await
 }
 
 /// `kubectl playpen <args>`, through kubectl's plugin mechanism.
 pub async fn playpen(args: &[&str]) -> anyhow::Result<Output> {
-    run_to_end(kubectl_plugin_command(args)?, Duration::from_secs(120)).await
+    run_to_end(plugin_command(args)?, shared::TIMEOUT).await
 }
 
 /// A `kubectl playpen view|cdp` that serves until dropped.
@@ -42,7 +33,7 @@ pub struct Serving {
 /// Starts `kubectl playpen <args>` and waits (30 s at most) for its first
 /// `lines` lines of stdout; stderr is collected and shown when it ends early.
 pub async fn playpen_serving(args: &[&str], lines: usize) -> anyhow::Result<Serving> {
-    let mut child = kubectl_plugin_command(args)?.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let mut child = plugin_command(args)?.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
     let stdout = child.stdout.take().context("stdout")?;
     let stderr = child.stderr.take().context("stderr")?;
     let errors = tokio::spawn(async move {
@@ -79,7 +70,7 @@ pub async fn playpen_serving(args: &[&str], lines: usize) -> anyhow::Result<Serv
 
 /// `helm <args>` (installs wait for rollouts, so the bound is generous).
 pub async fn helm(args: &[&str]) -> anyhow::Result<Output> {
-    run("PLAYPEN_HELM", args, Duration::from_secs(300)).await
+    run_to_end(tool_command("PLAYPEN_HELM", args)?, Duration::from_secs(300)).await
 }
 
 /// `kubectl exec -n <ns> <pod> -c <container> -- <command>`.
@@ -105,7 +96,7 @@ pub struct PortForward {
 /// "Forwarding from 127.0.0.1:<local> -> <port>" line.
 pub async fn port_forward(ns: &str, target: &str, port: u16) -> anyhow::Result<PortForward> {
     let remote = format!(":{port}");
-    let mut child = command("PLAYPEN_KUBECTL", &["port-forward", "-n", ns, target, &remote, "--address", "127.0.0.1"])?
+    let mut child = shared::command(&["port-forward", "-n", ns, target, &remote, "--address", "127.0.0.1"])?
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
@@ -130,7 +121,7 @@ pub async fn port_forward(ns: &str, target: &str, port: u16) -> anyhow::Result<P
 
 /// Follows `kubectl logs -f` into a buffer until the container ends.
 pub fn follow_logs(ns: &str, pod: &str, container: &str) -> anyhow::Result<tokio::task::JoinHandle<String>> {
-    let mut child = command("PLAYPEN_KUBECTL", &["logs", "-f", "-n", ns, pod, "-c", container])?
+    let mut child = shared::command(&["logs", "-f", "-n", ns, pod, "-c", container])?
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;

@@ -98,15 +98,11 @@ async fn create_pooled_in(
     name: &str,
     extra: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let mut object = json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-        "metadata": {"name": name},
-        "spec": {"pool": {"name": pool}}
-    });
-    if let (Some(spec), Some(extra)) = (object["spec"].as_object_mut(), extra.as_object()) {
+    let mut spec = json!({"pool": {"name": pool}});
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
     }
-    let bs: BrowserSession = serde_json::from_value(object)?;
+    let bs = playpen_tests::fixtures::session(name, spec)?;
     Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
     Ok(())
 }
@@ -391,6 +387,7 @@ pub async fn a_claimed_session_keeps_its_settings(client: &Client, installed: &I
     let edit = json!({"spec": {"template": {"viewer": {"port": 9400}, "sandbox": "Disabled",
         "snapshots": {"volume": {"emptyDir": {"sizeLimit": "2Gi"}}}}}});
     pools.patch(KEEP, &PatchParams::default(), &Patch::Merge(&edit)).await?;
+    // A deliberate pause, to prove nothing happens: time for a wrongful change.
     tokio::time::sleep(Duration::from_secs(20)).await;
     let unchanged = |when: &'static str| {
         let (sessions, maps, runtime, runtime_map, pod, placed) =

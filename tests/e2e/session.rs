@@ -44,26 +44,22 @@ pub async fn create_with(
     network: serde_json::Value,
     extra: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let mut object = json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-        "metadata": {"name": name},
-        "spec": {
-            "image": BROWSER_IMAGE,
-            "imagePullPolicy": "Never",
-            "sandbox": sandbox,
-            "launchConfig": {
-                "executablePath": "/usr/bin/chromium",
-                // This machine's network is closed: no background lookups of Google's hosts.
-                "args": ["--disable-background-networking", "--disable-component-update"]
-            },
-            "pod": {"tolerations": tolerations(), "shmSize": "256Mi"},
-            "network": network
-        }
+    let mut spec = json!({
+        "image": BROWSER_IMAGE,
+        "imagePullPolicy": "Never",
+        "sandbox": sandbox,
+        "launchConfig": {
+            "executablePath": "/usr/bin/chromium",
+            // This machine's network is closed: no background lookups of Google's hosts.
+            "args": ["--disable-background-networking", "--disable-component-update"]
+        },
+        "pod": {"tolerations": tolerations(), "shmSize": "256Mi"},
+        "network": network
     });
-    if let (Some(spec), Some(extra)) = (object["spec"].as_object_mut(), extra.as_object()) {
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
     }
-    let bs: BrowserSession = serde_json::from_value(object)?;
+    let bs = playpen_tests::fixtures::session(name, spec)?;
     Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
     Ok(())
 }
@@ -208,6 +204,7 @@ pub async fn drive_view_recover_delete(client: &Client, installed: &Installed) -
 
     // 7. Delete: the runtime closes the browser through the CLI, and every child goes.
     let logs = follow_logs(ns, &pod, BROWSER)?;
+    // A deliberate pause: `kubectl logs -f` is attached before the delete.
     tokio::time::sleep(Duration::from_millis(500)).await;
     Api::<BrowserSession>::namespaced(client.clone(), ns).delete(name, &DeleteParams::default()).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);

@@ -66,6 +66,7 @@ async fn every_browser_pod_is_under_the_namespaces_baseline_policy_which_comes_b
         let patch = Patch::Merge(json!({"metadata": {"annotations": {"poke": poke.to_string()}}}));
         async move {
             sessions.patch("a", &PatchParams::default(), &patch).await?;
+            // A deliberate pause: the reconcile this poke starts has time to run.
             tokio::time::sleep(Duration::from_millis(500)).await;
             let back = policies.get_opt(BASELINE_POLICY).await?;
             ensure!(back.as_ref().and_then(ResourceExt::uid).is_some_and(|u| u != uid), "not put back yet");
@@ -126,6 +127,7 @@ async fn a_pod_created_beside_a_leftover_launch_secret_of_other_contents_is_repl
             }
         }
     });
+    // A deliberate pause: the watch is listening before the session exists.
     tokio::time::sleep(Duration::from_millis(500)).await;
     create(&client, n, session("demo", json!({"image": "i"}))).await?;
 

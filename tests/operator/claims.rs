@@ -415,6 +415,7 @@ async fn auth_state_reaches_a_claimed_pod_through_its_own_secret_and_a_kubelet_n
     sessions
         .patch("authed", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"poke": "1"}}})))
         .await?;
+    // A deliberate pause, to prove nothing happens: time for a wrongful patch.
     tokio::time::sleep(Duration::from_secs(2)).await;
     ensure!(pods.get(&ready[0]).await?.resource_version() == version, "a no-op reconcile patched the Pod");
 
@@ -477,7 +478,8 @@ async fn a_session_on_an_empty_waiting_pool_stays_pending_until_a_ready_pod_wake
     ensure!(claim_events(&client, n, "waiter").await?.is_empty(), "no Event while it waits");
 
     // The Pod becomes ready: the session is woken by it, well before its
-    // 30 s fallback requeue, and takes it.
+    // 30 s fallback requeue, and takes it. (A deliberate pause first: the
+    // session is surely parked waiting when the Pod turns ready.)
     tokio::time::sleep(Duration::from_secs(2)).await;
     let ready = ready_warm_pods(&pods, "patient", 1).await?;
     let marked = tokio::time::Instant::now();

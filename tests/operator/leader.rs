@@ -186,6 +186,7 @@ async fn a_paused_leader_writes_nothing_after_it_resumes() -> anyhow::Result<()>
     let (_, renewed) = holder().await?;
     let expires = renewed.context("renewTime")?.0 + std::time::Duration::from_secs(4);
     change("s1", 30).await?;
+    // Lease timing, deliberate: the change is stored before `before` is read.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = written_objects(&client, n).await?;
     a.signal("-CONT")?;

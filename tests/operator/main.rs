@@ -46,10 +46,7 @@ pub async fn create(client: &Client, ns: &str, body: Value) -> Result<BrowserSes
 }
 
 /// A session object with `name` and `spec`.
-pub fn session(name: &str, spec: Value) -> Value {
-    serde_json::json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-        "metadata": {"name": name}, "spec": spec})
-}
+pub use playpen_tests::fixtures::session_json as session;
 
 /// Writes Pod `name`'s status as a kubelet would (there is none in this tier).
 pub async fn set_pod_status(pods: &Api<Pod>, name: &str, status: Value) -> anyhow::Result<()> {

@@ -18,6 +18,7 @@ use playpen_operator::apply::Child;
 use playpen_operator::children::{self, Identity};
 use playpen_operator::recovery::Recovery;
 use playpen_operator::status::{self, Observed};
+use playpen_tests::fixtures::session_json;
 use playpen_tests::{client, ensure_crd, settings, TestNamespace};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -183,8 +184,7 @@ async fn every_admitted_spec_builds_children_the_api_server_accepts() -> anyhow:
     let mut findings = Vec::new();
     for case in 0..cases {
         let spec = strategy.new_tree(&mut runner).map_err(|e| anyhow::anyhow!("{e}"))?.current();
-        let body = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-            "metadata": {"name": format!("p{case}")}, "spec": spec});
+        let body = session_json(&format!("p{case}"), spec);
         // What the API server would store, or a refusal.
         let parsed = serde_json::from_value::<BrowserSession>(body.clone());
         let Ok(bs) = parsed else {

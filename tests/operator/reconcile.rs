@@ -210,6 +210,7 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
         Ok(())
     })
     .await?;
+    // Deliberate pauses, to prove nothing happens: no rewrite, no reconcile loop.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(versions().await?, before, "a no-op reconcile rewrote a child");
     let settled = op.reconciles();

@@ -90,6 +90,7 @@ async fn an_evicted_pod_is_replaced_until_the_budget_is_spent() -> anyhow::Resul
         Ok(())
     })
     .await?;
+    // A deliberate pause, to prove nothing happens: time for a wrongful Pod.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(uid(&pods, "demo-browser").await?, current, "no Pod is created past the budget");
     Ok(())
@@ -130,6 +131,7 @@ async fn a_crash_loop_past_its_budget_is_stopped_and_an_ended_session_is_left_al
         Ok(())
     })
     .await?;
+    // A deliberate pause, to prove nothing happens: time for a wrongful Pod.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(pods.get_opt("loop-browser").await?.is_none(), "a stopped session's Pod is not created again");
     let events = events_for(&client, n, "loop").await?;
@@ -142,6 +144,7 @@ async fn a_crash_loop_past_its_budget_is_stopped_and_an_ended_session_is_left_al
         Ok(())
     })
     .await?;
+    // A deliberate pause, to prove nothing happens: time for a wrongful Pod.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(uid(&pods, "ended-browser").await?, ended, "an ended session's Pod is not replaced");
     Ok(())

@@ -20,6 +20,7 @@ use crate::{after_scheduler_verdict, container, create, session, set_pod_status}
 const WAIT: Duration = Duration::from_secs(30);
 
 /// Waits until `log` has taken no write for `quiet`, then returns its writes.
+/// (Not [`eventually`]: it waits for quiet, with no deadline of its own.)
 async fn settled(log: &WriteLog, quiet: Duration) -> Vec<String> {
     let mut last = log.count();
     loop {

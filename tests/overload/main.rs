@@ -26,7 +26,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::{condition, BrowserPool, Phase};
 use playpen_api::BrowserSession;
-use playpen_tests::{client, eventually};
+use playpen_tests::{client, eventually, fixtures};
 use serde_json::json;
 
 use crate::setup::{tolerations, Installed, BROWSER_IMAGE};
@@ -88,13 +88,13 @@ impl BadPhases {
 
 /// A session with its own CPU request (its other resources are the chart's defaults).
 fn session(name: &str, cpu: &str) -> anyhow::Result<BrowserSession> {
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "metadata": {"name": name},
-        "spec": {"image": BROWSER_IMAGE, "imagePullPolicy": "Never",
+    fixtures::session(
+        name,
+        json!({"image": BROWSER_IMAGE, "imagePullPolicy": "Never",
             "launchConfig": {"executablePath": "/usr/bin/chromium",
                 "args": ["--disable-background-networking", "--disable-component-update"]},
-            "pod": {"tolerations": tolerations(), "shmSize": "256Mi", "resources": {"requests": {"cpu": cpu}}}}
-    }))?)
+            "pod": {"tolerations": tolerations(), "shmSize": "256Mi", "resources": {"requests": {"cpu": cpu}}}}),
+    )
 }
 
 /// Millicores of CPU the node can still give to requests, once nothing on it is terminating.
@@ -270,10 +270,7 @@ async fn warm_pods_yield_to_a_cold_session_and_refill_after(
     eprintln!("yield: {FIT} warm Pods of {cpu} fill the node ({free}m free before)");
 
     // One is claimed: the pool's refill then finds no room and waits unscheduled.
-    let pooled: BrowserSession = serde_json::from_value(json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession", "metadata": {"name": "kept"},
-        "spec": {"pool": {"name": POOL}}
-    }))?;
+    let pooled = fixtures::session("kept", json!({"pool": {"name": POOL}}))?;
     api.create(&PostParams::default(), &pooled).await?;
     let kept_pod = eventually(Duration::from_secs(120), || async {
         let status = api.get("kept").await?.status.unwrap_or_default();

@@ -12,9 +12,10 @@ use kube::api::{Api, PostParams};
 use kube::Client;
 use playpen_api::v1alpha1::PullPolicy;
 use playpen_api::BrowserSession;
+use playpen_tests::fixtures::session;
+use playpen_tests::kubectl::{plugin_command, with_plugin};
 use playpen_tests::{
-    client, ensure_crd, eventually, kubeconfig_path, kubectl_plugin_command, kubectl_with_plugin, run_to_end, Output,
-    RunningOperator, TestNamespace,
+    client, ensure_crd, eventually, kubeconfig_path, run_to_end, Output, RunningOperator, TestNamespace,
 };
 use serde_json::json;
 
@@ -25,7 +26,7 @@ async fn output(command: tokio::process::Command) -> anyhow::Result<Output> {
 
 /// `kubectl playpen <args>` with `env` set (`None` removes a variable).
 async fn playpen_with(args: &[&str], env: &[(&str, Option<&str>)]) -> anyhow::Result<Output> {
-    let mut command = kubectl_plugin_command(args)?;
+    let mut command = plugin_command(args)?;
     command.env_remove("PLAYPEN_IMAGE");
     for (key, value) in env {
         match value {
@@ -41,11 +42,7 @@ async fn playpen(args: &[&str]) -> anyhow::Result<Output> {
 }
 
 async fn create_session(client: &Client, ns: &str, name: &str, spec: serde_json::Value) -> anyhow::Result<()> {
-    let bs: BrowserSession = serde_json::from_value(json!({
-        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-        "metadata": {"name": name}, "spec": spec
-    }))?;
-    Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &bs).await?;
+    Api::<BrowserSession>::namespaced(client.clone(), ns).create(&PostParams::default(), &session(name, spec)?).await?;
     Ok(())
 }
 
@@ -301,7 +298,7 @@ async fn forbidden_names_the_missing_verb_resource_and_namespace() -> anyhow::Re
     create_session(&client, n, "demo", json!({"image": "i"})).await?;
 
     // kubectl hands no flag placed before the plugin's name to it; --as goes after `playpen`.
-    let out = output(kubectl_with_plugin(&["--as=someone", "playpen", "ls", "-n", n])?).await?;
+    let out = output(with_plugin(&["--as=someone", "playpen", "ls", "-n", n])?).await?;
     ensure!(out.code != 0 && out.stderr.contains("flags cannot be placed before plugin name"), "{out:?}");
 
     let err = playpen(&["ls", "-n", n, "--as", "someone"]).await?.failed("ls as someone")?;
@@ -414,13 +411,13 @@ async fn completion_scripts_name_every_subcommand() -> anyhow::Result<()> {
 async fn kubectl_completes(script_dir: &std::path::Path, words: &[&str]) -> anyhow::Result<Vec<String>> {
     let mut args = vec!["__complete", "playpen"];
     args.extend_from_slice(words);
-    let mut command = kubectl_with_plugin(&args)?;
+    let mut command = with_plugin(&args)?;
     let path = command
         .as_std()
         .get_envs()
         .find(|(key, _)| *key == "PATH")
         .and_then(|(_, value)| value.map(std::ffi::OsStr::to_owned))
-        .context("kubectl_with_plugin sets PATH")?;
+        .context("with_plugin sets PATH")?;
     let path = std::env::join_paths(std::iter::once(script_dir.to_owned()).chain(std::env::split_paths(&path)))?;
     command.env("PATH", path);
     let out = output(command).await?.ok("kubectl __complete playpen")?;

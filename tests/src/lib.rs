@@ -20,6 +20,9 @@ use playpen_operator::recovery::RecoveryBudget;
 use playpen_operator::runtime::leader::LeaseConfig;
 use tokio::sync::OnceCell;
 
+pub mod fixtures;
+pub mod kubectl;
+
 /// Path of the committed CRD, relative to this crate.
 pub const CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browsersession.yaml");
 /// Path of the committed BrowserPool CRD (the operator watches pools too).
@@ -63,37 +66,6 @@ pub async fn client_as_service_account(namespace: &str, name: &str) -> anyhow::R
 pub fn tool(var: &str) -> anyhow::Result<String> {
     std::env::var(var)
         .with_context(|| format!("{var} is not set: run the tests through `bash tests/run.sh`, which builds it"))
-}
-
-/// `kubectl <args>` able to run the plugin: the plugin the runner built
-/// (`PLAYPEN_KUBECTL_PLUGIN`, named `kubectl-playpen`) has its directory
-/// first on PATH, where the runner's kubectl (`PLAYPEN_KUBECTL`) finds it,
-/// with the test control plane's kubeconfig.
-pub fn kubectl_with_plugin(args: &[&str]) -> anyhow::Result<tokio::process::Command> {
-    let plugin = std::path::PathBuf::from(tool("PLAYPEN_KUBECTL_PLUGIN")?);
-    anyhow::ensure!(
-        plugin.file_name() == Some(std::ffi::OsStr::new("kubectl-playpen")) && plugin.is_file(),
-        "PLAYPEN_KUBECTL_PLUGIN={} is not a built kubectl-playpen (cargo build -p kubectl-playpen)",
-        plugin.display()
-    );
-    let dir = plugin.parent().context("the plugin's directory")?;
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&path)))?;
-    let mut command = tokio::process::Command::new(tool("PLAYPEN_KUBECTL")?);
-    command
-        .args(args)
-        .env("PATH", path)
-        .env("KUBECONFIG", kubeconfig_path()?)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    Ok(command)
-}
-
-/// `kubectl playpen <args>`, through kubectl's plugin mechanism ([`kubectl_with_plugin`]).
-pub fn kubectl_plugin_command(args: &[&str]) -> anyhow::Result<tokio::process::Command> {
-    let mut command = kubectl_with_plugin(&["playpen"])?;
-    command.args(args);
-    Ok(command)
 }
 
 static CRD: OnceCell<()> = OnceCell::const_new();
@@ -324,7 +296,17 @@ impl Drop for RunningOperator {
 
 /// Retries `check` every 200 ms until it succeeds or `timeout` passes; then
 /// fails with the last error.
-pub async fn eventually<T, F, Fut>(timeout: Duration, mut check: F) -> anyhow::Result<T>
+pub async fn eventually<T, F, Fut>(timeout: Duration, check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    eventually_every(Duration::from_millis(200), timeout, check).await
+}
+
+/// [`eventually`], retrying every `interval` (for checks too costly to run
+/// five times a second).
+pub async fn eventually_every<T, F, Fut>(interval: Duration, timeout: Duration, mut check: F) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = anyhow::Result<T>>,
@@ -336,7 +318,7 @@ where
             Err(e) if tokio::time::Instant::now() >= deadline => {
                 return Err(e.context(format!("still failing after {timeout:?}")));
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(_) => tokio::time::sleep(interval).await,
         }
     }
 }
@@ -420,11 +402,33 @@ impl Output {
 }
 
 /// Runs `command` to its end (at most `timeout`) and collects what it printed.
-pub async fn run_to_end(mut command: tokio::process::Command, timeout: Duration) -> anyhow::Result<Output> {
+pub async fn run_to_end(command: tokio::process::Command, timeout: Duration) -> anyhow::Result<Output> {
+    run_feeding(command, None, timeout).await
+}
+
+/// [`run_to_end`], writing `stdin` (when given) to the command first.
+pub async fn run_feeding(
+    mut command: tokio::process::Command,
+    stdin: Option<&str>,
+    timeout: Duration,
+) -> anyhow::Result<Output> {
+    use tokio::io::AsyncWriteExt as _;
     command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-    let out = tokio::time::timeout(timeout, command.output())
+    let what = format!("{command:?}");
+    let finish = async {
+        // Without input, output() as before: stdin closed unless the command set it.
+        let Some(text) = stdin else { return anyhow::Ok(command.output().await?) };
+        command.stdin(std::process::Stdio::piped());
+        let mut child = command.spawn().with_context(|| format!("starting {what}"))?;
+        if let Some(mut pipe) = child.stdin.take() {
+            pipe.write_all(text.as_bytes()).await?;
+            // Dropped here: the command sees the end of its input.
+        }
+        anyhow::Ok(child.wait_with_output().await?)
+    };
+    let out = tokio::time::timeout(timeout, finish)
         .await
-        .with_context(|| format!("{command:?} did not finish within {timeout:?}"))??;
+        .with_context(|| format!("{what} did not finish within {timeout:?}"))??;
     Ok(Output {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -462,10 +466,7 @@ pub async fn churn_batch(
     within: Duration,
 ) -> anyhow::Result<()> {
     for name in names {
-        let bs: playpen_api::BrowserSession = serde_json::from_value(serde_json::json!({
-            "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserSession",
-            "metadata": {"name": name}, "spec": spec}))?;
-        sessions.create(&PostParams::default(), &bs).await?;
+        sessions.create(&PostParams::default(), &fixtures::session(name, spec.clone())?).await?;
     }
     eventually(within, || async {
         for name in names {
