@@ -298,19 +298,23 @@ mod tests {
         assert!(!is_use(Some(file), AddWatchFlags::IN_CLOSE_WRITE, file));
     }
 
+    /// The idle clock with `timeout`, checked every second, its timeout
+    /// reloaded from the returned cell (as runtime.json would change it).
+    fn clock_with(
+        timeout: Option<Duration>,
+        rx: watch::Receiver<Instant>,
+    ) -> (tokio::task::JoinHandle<Duration>, std::sync::Arc<std::sync::Mutex<Option<Duration>>>) {
+        let timeouts = std::sync::Arc::new(std::sync::Mutex::new(timeout));
+        let source = timeouts.clone();
+        let reload = move || Some(*source.lock().unwrap());
+        (tokio::spawn(idle_reached(timeout, Duration::from_secs(1), reload, || false, rx)), timeouts)
+    }
+
     #[tokio::test(start_paused = true)]
     async fn uses_postpone_the_close_and_a_changed_timeout_applies() {
         let (tx, rx) = watch::channel(Instant::now());
-        let timeouts = std::sync::Arc::new(std::sync::Mutex::new(Some(Duration::from_secs(3))));
-        let source = timeouts.clone();
         let started = Instant::now();
-        let task = tokio::spawn(idle_reached(
-            Some(Duration::from_secs(3)),
-            Duration::from_secs(1),
-            move || Some(*source.lock().unwrap()),
-            || false,
-            rx,
-        ));
+        let (task, timeouts) = clock_with(Some(Duration::from_secs(3)), rx);
         // Used every two seconds for ten seconds: still open.
         for _ in 0..5 {
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -337,15 +341,7 @@ mod tests {
     async fn a_warm_browser_idle_for_long_gets_the_whole_timeout_from_its_claim() {
         // A warm Pod: no timeout, idle for 100 s since its daemon started.
         let (_tx, rx) = watch::channel(Instant::now());
-        let timeouts = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let source = timeouts.clone();
-        let task = tokio::spawn(idle_reached(
-            None,
-            Duration::from_secs(1),
-            move || Some(*source.lock().unwrap()),
-            || false,
-            rx,
-        ));
+        let (task, timeouts) = clock_with(None, rx);
         tokio::time::sleep(Duration::from_secs(100)).await;
         // The claim delivers `idleTimeoutSeconds: 90`.
         *timeouts.lock().unwrap() = Some(Duration::from_secs(90));
@@ -359,15 +355,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn without_a_timeout_the_session_is_never_idle_until_one_is_set() {
         let (_tx, rx) = watch::channel(Instant::now());
-        let timeouts = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let source = timeouts.clone();
-        let task = tokio::spawn(idle_reached(
-            None,
-            Duration::from_secs(1),
-            move || Some(*source.lock().unwrap()),
-            || false,
-            rx,
-        ));
+        let (task, timeouts) = clock_with(None, rx);
         tokio::time::sleep(Duration::from_secs(3600)).await;
         assert!(!task.is_finished());
         *timeouts.lock().unwrap() = Some(Duration::from_secs(60));
