@@ -5,8 +5,9 @@
 # NetworkPolicy by a quota, so every per-object record of the operator fills
 # while it lives. Prints one row per tenth of the run (resident set, its
 # ratio to the first row, the playpen_tracked_objects gauges once the batch
-# is gone) and a verdict: flat, and every record back to 0.
-# What it does: tests/bench/churn.rs. About 25 minutes for 10000 on 2 cores.
+# and its children are gone) and a verdict: flat, and every record back to 0.
+# What it does: tests/bench/churn.rs. About an hour for 10000 on 2 cores,
+# a third of it waiting for the garbage collector to delete the children.
 #   tests/bench/churn.sh [N]
 #   PLAYPEN_BENCH_METRICS_PORT   the operator's /metrics port on 127.0.0.1 (default 18083)
 #   PLAYPEN_BENCH_OPERATOR_ENV_<NAME>=<value>
