@@ -7,10 +7,11 @@
 //!
 //! Keyed by the object's owner (the session's UID; for the namespace's
 //! baseline policy, which no session owns, the namespace), its kind, its
-//! namespace and name (an owner reference names a UID from anywhere): a session's records go with it ([`OwnWrites::retain`], every few
-//! seconds, and [`OwnWrites::forget`] when it is deleted), so nothing here
-//! outlives its sessions. Every record answers for a while at most (each
-//! query names its window); one lock guards them all.
+//! namespace and name (an owner reference may name a UID from anywhere): a
+//! session's records go with it ([`OwnWrites::retain`], every few seconds,
+//! and [`OwnWrites::forget`] when it is deleted), so nothing here outlives
+//! its sessions. Each query names how long it trusts a record; one lock
+//! guards them all.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher, RandomState};
