@@ -293,3 +293,52 @@ async fn a_claim_is_replenished_at_once_never_deleted_and_the_pool_scales_and_is
     assert!(pods.get_opt(&claimed_name).await?.is_some(), "the claimed Pod went with the pool");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_pool_whose_pods_the_api_server_refuses_says_why_in_its_status_until_it_takes_them() -> anyhow::Result<()> {
+    use k8s_openapi::api::node::v1::RuntimeClass;
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "poolrtc").await?;
+    let n = ns.name.as_str();
+    let _op = RunningOperator::start(&client, n, None).await?;
+    // Cluster-scoped: named after the namespace, created late and deleted at the end.
+    let class = format!("{n}-late");
+    create_pool(
+        &client,
+        n,
+        "shop",
+        json!({"minReady": 1, "template": {"image": "i", "pod": {"runtimeClassName": class}}}),
+    )
+    .await?;
+    let pools: Api<BrowserPool> = Api::namespaced(client.clone(), n);
+    let refused = eventually(WAIT, || async {
+        let s = status_of(&pools, "shop").await?;
+        let c = s.conditions.iter().find(|c| c.type_ == "Ready").context("Ready")?.clone();
+        ensure!(c.reason == "CreateRefused", "Ready {c:?}");
+        Ok((s, c))
+    })
+    .await?;
+    assert!(refused.1.message.contains(&format!("RuntimeClass \"{class}\" not found")), "{}", refused.1.message);
+    assert_eq!((refused.0.ready, refused.0.warming), (0, 0), "a refused Pod is not warming");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), n);
+    assert!(pods_in(&pods, "shop", POOL_STATE_WARM).await?.is_empty());
+    // The RuntimeClass appears: the pool's next try (its backoff) creates the Pod.
+    let classes: Api<RuntimeClass> = Api::all(client.clone());
+    classes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": class}, "handler": "runc"}))?,
+        )
+        .await?;
+    let warm = eventually(Duration::from_secs(90), || async {
+        let s = status_of(&pools, "shop").await?;
+        let c = s.conditions.iter().find(|c| c.type_ == "Ready").context("Ready")?;
+        ensure!(c.reason == "Warming" && s.warming == 1, "status {s:?}");
+        pods_in(&pods, "shop", POOL_STATE_WARM).await
+    })
+    .await;
+    classes.delete(&class, &DeleteParams::default()).await?;
+    assert_eq!(warm?.len(), 1, "one warm Pod once the RuntimeClass exists");
+    Ok(())
+}

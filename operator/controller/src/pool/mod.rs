@@ -114,17 +114,31 @@ pub async fn reconcile(pool: Arc<BrowserPool>, ctx: Arc<Context>) -> Result<Acti
         }
     }
     sweep_orphans(&ctx.client, target, &id, &pods).await?;
-    for _ in 0..plan.create {
-        create_warm(&ctx, &pool, &id, &hash, target).await?;
+    // A create the API server refuses for good (a missing RuntimeClass, a
+    // quota) is said in the status before its error goes to the backoff:
+    // the pool's status never freezes on it.
+    let (mut refused, mut counts) = (None, plan.counts);
+    for made in 0..plan.create {
+        if let Err(error) = create_warm(&ctx, &pool, &id, &hash, target).await {
+            let Some(child) = error.refused_child() else { return Err(error) };
+            // The plan counted its creates as warming; these are not.
+            counts.warming -= plan.create - made;
+            refused = Some((child, error));
+            break;
+        }
     }
     // status
-    let new = status::compute(&pool, &id.name, &hash, plan.counts, hold, now);
+    let said = refused.as_ref().map(|(child, _)| child);
+    let new = status::compute(&pool, &id.name, &hash, counts, (hold, said), now);
     if pool.status.as_ref() != Some(&new) {
         let api: Api<BrowserPool> = ctx.fence.writer(&ctx.client, &id.namespace)?;
         let patch = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool", "status": new});
         api.patch_status(&id.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch))
             .await
             .map_err(Error::kube("patch status", "BrowserPool", &id.namespace, &id.name))?;
+    }
+    if let Some((_, error)) = refused {
+        return Err(error);
     }
     ctx.failures.clear(&pool.failure_key());
     Ok(Action::requeue(REQUEUE))
