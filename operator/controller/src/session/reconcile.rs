@@ -25,7 +25,7 @@ use crate::children::{self, Children, Identity};
 use crate::claim::{self, outcome};
 use crate::context::{key, Context};
 use crate::error::{Error, Result};
-use crate::own_writes::Key;
+use crate::own_writes::{self, Key};
 use crate::recovery::{self, Recovery};
 use crate::room;
 use crate::status::{self, Observed, Refused};
@@ -199,7 +199,7 @@ async fn dereference(
         created_unseen: target
             .cache
             .own
-            .awaits(&Key::new(uid, "Pod", &id.namespace, &pod_name), cache::CREATED_POD_EXPECTED),
+            .awaits(&Key::new(uid, own_writes::kind::<Pod>(), &id.namespace, &pod_name), cache::CREATED_POD_EXPECTED),
         recorded: bs.status.as_ref().is_some_and(|s| s.pod_name.is_some()),
         burst: ctx.burst.yields(uid, age(bs, now)),
     };
