@@ -101,7 +101,9 @@ fi
 log "starting a fresh single-node cluster (state left by a demo or an earlier run is purged)"
 trap 'tests/cluster/stop.sh --purge >/dev/null 2>&1 || true; tests/imagebuild/registry.sh --stop >/dev/null 2>&1 || true' EXIT
 tests/cluster/stop.sh --purge >/dev/null
-KUBECONFIG="$(tests/cluster/start-node.sh | tail -n 1)"
+# With gVisor as the RuntimeClass `gvisor` beside runc: the gvisor suite runs the
+# end-to-end scenarios again under it.
+KUBECONFIG="$(PLAYPEN_NODE_GVISOR=1 tests/cluster/start-node.sh | tail -n 1)"
 export KUBECONFIG
 PLAYPEN_HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
 PLAYPEN_KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
@@ -137,7 +139,7 @@ status=0
 if [[ "$TIER" == node ]]; then
   log "running the suites that need the node, a browser or Docker"
   cargo test --workspace --locked --no-fail-fast --tests --exclude playpen-tests || status=$?
-  cargo test -p playpen-tests --locked --no-fail-fast --test e2e --test overload --test chaos || status=$?
+  cargo test -p playpen-tests --locked --no-fail-fast --test e2e --test gvisor --test overload --test chaos || status=$?
 else
   log "running all tests"
   cargo test --workspace --locked --no-fail-fast || status=$?

@@ -117,7 +117,7 @@ if [[ -d "$NODE_DIR" || "$(cat "${RUN}/kube-apiserver.mode" 2>/dev/null)" == nod
 node_tier_present() {
   [[ -d "$NODE_DIR" ]] && return 0
   local c
-  for c in "${NODE_COMPONENTS[@]}" containerd-shim-runc-v2; do
+  for c in "${NODE_COMPONENTS[@]}" containerd-shim-runc-v2 containerd-shim-runsc-v1 containerd-shim-runsc-v1-containerd2; do
     pid_of "$c" >/dev/null 2>&1 && return 0
     [[ -z "$(stray_pids "$c")" ]] || return 0
   done
@@ -190,6 +190,18 @@ stop_node_tier() {
     fi
   done
   stop_component containerd-shim-runc-v2
+  # gVisor (PLAYPEN_NODE_GVISOR=1): the shims (the wrapper and the binary it runs), then
+  # sandboxes and gofers, which runsc names runsc-sandbox/runsc-gofer (no path), with
+  # their state under ${NODE_DIR}/runsc.
+  stop_component containerd-shim-runsc-v1
+  stop_component containerd-shim-runsc-v1-containerd2
+  local runsc_pids
+  runsc_pids="$(pgrep -f -- "--root=${NODE_DIR}/runsc" || true)"
+  if [[ -n "$runsc_pids" ]]; then
+    log "killing leftover gVisor processes: $(tr '\n' ' ' <<<"$runsc_pids")"
+    # shellcheck disable=SC2086
+    kill -KILL $runsc_pids 2>/dev/null || true
+  fi
 
   # 6. Mounts: kubelet volumes, containerd rootfs/shm, pod network namespaces.
   umount_under "$KUBELET_ROOT" "$NODE_DIR" "$CONTAINERD_ROOT"

@@ -14,7 +14,7 @@ use playpen_tests::http_get_as;
 use serde_json::json;
 
 use crate::clients;
-use crate::kubectl::{exec, port_forward};
+use crate::kubectl::{exec, tunnel, Pinned};
 use crate::session::{create_with, pod_name, wait_ready, BROWSER};
 use crate::setup::Installed;
 
@@ -30,7 +30,8 @@ pub async fn playwright_and_puppeteer_drive_the_session(client: &Client, install
     let fixture = installed.fixture_url.as_str();
     exec(ns, &pod, BROWSER, &["playwright-cli", "goto", fixture]).await?.ok("the agent's goto")?;
 
-    let forward = port_forward(ns, &format!("svc/{}", cdp.service), u16::try_from(cdp.port)?).await?;
+    let pinned = Pinned::Cdp { service: &cdp.service, port: u16::try_from(cdp.port)? };
+    let forward = tunnel(ns, name, pinned, installed.runtime_class.as_deref()).await?;
     let endpoint = format!("http://127.0.0.1:{}", forward.local_port);
     let tunnel = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
     let (status, body) = http_get_as(tunnel, "/json/version", "attacker.example").await?;

@@ -119,6 +119,42 @@ pub async fn port_forward(ns: &str, target: &str, port: u16) -> anyhow::Result<P
     Ok(PortForward { local_port, _child: child })
 }
 
+/// A pinned port of a session.
+#[derive(Debug, Clone, Copy)]
+pub enum Pinned<'a> {
+    /// The viewer, behind Service `<session>-view` on `port`.
+    Viewer(u16),
+    /// The CDP port, behind `service` on `port` (as `status.cdp` names them).
+    Cdp { service: &'a str, port: u16 },
+}
+
+/// A local tunnel to `pinned` of session `name`, the way its users open one:
+/// `kubectl port-forward` to the Service on the node's default runtime;
+/// under a `runtime_class` (gVisor, whose own network stack port-forward
+/// cannot reach) `kubectl playpen view|cdp`, which relays through exec there.
+pub async fn tunnel(
+    ns: &str,
+    name: &str,
+    pinned: Pinned<'_>,
+    runtime_class: Option<&str>,
+) -> anyhow::Result<PortForward> {
+    let (service, port, command) = match pinned {
+        Pinned::Viewer(port) => (format!("{name}-view"), port, "view"),
+        Pinned::Cdp { service, port } => (service.to_owned(), port, "cdp"),
+    };
+    if runtime_class.is_none() {
+        return port_forward(ns, &format!("svc/{service}"), port).await;
+    }
+    let Serving { lines, _child } = playpen_serving(&[command, name, "-n", ns], 1).await?;
+    // "http://127.0.0.1:<local>/" (view) or "http://127.0.0.1:<local>" (cdp).
+    let local_port = lines[0]
+        .strip_prefix("http://127.0.0.1:")
+        .map(|rest| rest.trim_end_matches('/'))
+        .with_context(|| format!("kubectl playpen {command} printed {lines:?}"))?
+        .parse()?;
+    Ok(PortForward { local_port, _child })
+}
+
 /// Follows `kubectl logs -f` into a buffer until the container ends.
 pub fn follow_logs(ns: &str, pod: &str, container: &str) -> anyhow::Result<tokio::task::JoinHandle<String>> {
     let mut child = shared::command(&["logs", "-f", "-n", ns, pod, "-c", container])?

@@ -19,7 +19,7 @@ use playpen_api::BrowserSession;
 use playpen_tests::{eventually, http_get, pod_is_ready};
 use serde_json::json;
 
-use crate::kubectl::{exec, kubectl, port_forward, sh};
+use crate::kubectl::{exec, kubectl, sh, tunnel, Pinned};
 use crate::network::{authority, connect};
 use crate::session::{pod_name, wait_ready, BROWSER, VIEWER_PORT};
 use crate::setup::{start_fixture, tolerations, Installed, BROWSER_IMAGE};
@@ -146,20 +146,7 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
     wait_full(&pools).await.context("the discarded warm Pods come back")?;
 
     // A session claims one in place, and an agent drives it.
-    let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": "pool-fixture"}}]}});
-    let t0 = Instant::now();
-    create_pooled(client, ns, "pooled", json!({"network": network})).await?;
-    let (claimed, reason, pod) = claim_of(client, ns, "pooled").await?;
-    eprintln!("e2e: the claim took {:?} to Ready", t0.elapsed());
-    ensure!(claimed, "the session started cold with a warm pool: {reason}");
-    ensure!(warm.contains(&pod), "the session's Pod {pod} is not one of the warm ones {warm:?}");
-    let out = exec(ns, &pod, BROWSER, &["playwright-cli", "goto", fixture_url]).await?.ok("playwright-cli goto")?;
-    ensure!(out.contains("Page Title: Playpen fixture"), "goto on the claimed browser (the session's egress):\n{out}");
-    let forward = port_forward(ns, "svc/pooled-view", VIEWER_PORT).await?;
-    let local = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
-    let (code, body) = http_get(local, "/index.html").await.context("the claimed session's viewer")?;
-    ensure!(code == 200 && body.contains("<html"), "the viewer answered {code}: {body:.200}");
-    drop(forward);
+    let pod = claim_and_drive(client, ns, fixture_url, &warm, installed.runtime_class.as_deref()).await?;
 
     // Out of the pool, and the pool back at minReady without it.
     ensure!(!pool_pods(&pods, "warm").await?.contains(&pod), "{pod} is still warm");
@@ -232,6 +219,59 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
     })
     .await
     .context("the pool's Pods go with the pool and the sessions")
+}
+
+/// Session `pooled` claims one of the `warm` Pods in place, allowed to reach
+/// the `pool-fixture` of `ns` at `fixture_url`; an agent drives it there and a
+/// human opens its viewer. Its Pod.
+async fn claim_and_drive(
+    client: &Client,
+    ns: &str,
+    fixture_url: &str,
+    warm: &BTreeSet<String>,
+    runtime_class: Option<&str>,
+) -> anyhow::Result<String> {
+    let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": "pool-fixture"}}]}});
+    let t0 = Instant::now();
+    create_pooled(client, ns, "pooled", json!({"network": network})).await?;
+    let (claimed, reason, pod) = claim_of(client, ns, "pooled").await?;
+    eprintln!("e2e: the claim took {:?} to Ready", t0.elapsed());
+    ensure!(claimed, "the session started cold with a warm pool: {reason}");
+    ensure!(warm.contains(&pod), "the session's Pod {pod} is not one of the warm ones {warm:?}");
+    let out = exec(ns, &pod, BROWSER, &["playwright-cli", "goto", fixture_url]).await?.ok("playwright-cli goto")?;
+    ensure!(out.contains("Page Title: Playpen fixture"), "goto on the claimed browser (the session's egress):\n{out}");
+    let forward = tunnel(ns, "pooled", Pinned::Viewer(VIEWER_PORT), runtime_class).await?;
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
+    let (code, body) = http_get(local, "/index.html").await.context("the claimed session's viewer")?;
+    ensure!(code == 200 && body.contains("<html"), "the viewer answered {code}: {body:.200}");
+    Ok(pod)
+}
+
+/// The short form of [`a_warm_pool_serves_sessions`] (the gVisor tier): a
+/// pool fills, a session claims a warm Pod, is driven and viewed, and goes
+/// with its Pod; the pool's Pods go with the pool.
+#[allow(dead_code)] // the gvisor suite's (tests/gvisor includes this file)
+pub async fn a_session_claims_a_warm_pod(client: &Client, installed: &Installed) -> anyhow::Result<()> {
+    let ns = installed.team_b.name.as_str();
+    let fixture_url = start_fixture(client, ns, "pool-fixture").await?;
+    let pools: Api<BrowserPool> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let args = ["--disable-background-networking", "--disable-component-update"];
+    pools.create(&PostParams::default(), &pool_object(&args)?).await?;
+    wait_full(&pools).await.context("the pool's minReady Pods turn Ready on the kubelet")?;
+    let warm = pool_pods(&pods, "warm").await?;
+    let pod = claim_and_drive(client, ns, &fixture_url, &warm, installed.runtime_class.as_deref()).await?;
+    let claimed_uid = pods.get(&pod).await?.uid();
+    Api::<BrowserSession>::namespaced(client.clone(), ns).delete("pooled", &DeleteParams::default()).await?;
+    pools.delete(POOL, &DeleteParams::default()).await?;
+    eventually(Duration::from_secs(120), || async {
+        let left = pods.list(&ListParams::default().labels(&format!("{POOL_LABEL}={POOL}"))).await?.items;
+        ensure!(left.iter().all(|p| p.uid() != claimed_uid), "the claimed Pod {pod} remains");
+        ensure!(left.is_empty(), "{} Pods of the pool remain", left.len());
+        Ok(())
+    })
+    .await
+    .context("the claimed Pod goes with its session, the warm ones with the pool")
 }
 
 /// A pooled session with `authState` claims a warm Pod too: the state

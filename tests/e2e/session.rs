@@ -14,7 +14,7 @@ use playpen_api::BrowserSession;
 use playpen_tests::{eventually, http_get};
 use serde_json::json;
 
-use crate::kubectl::{exec, follow_logs, kubectl, port_forward, sh};
+use crate::kubectl::{exec, follow_logs, kubectl, sh, tunnel, Pinned};
 use crate::network;
 use crate::setup::{tolerations, Installed, BROWSER_IMAGE};
 
@@ -159,7 +159,7 @@ pub async fn drive_view_recover_delete(client: &Client, installed: &Installed) -
     agent_close_is_no_failure(client, ns, name, &pod, fixture_url).await.context("an agent's own close")?;
 
     // 4. A human takes over through the tunnel; the Pod IP does not serve the viewer.
-    let forward = port_forward(ns, &format!("svc/{name}-view"), VIEWER_PORT).await?;
+    let forward = tunnel(ns, name, Pinned::Viewer(VIEWER_PORT), installed.runtime_class.as_deref()).await?;
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], forward.local_port));
     let (code, _) = http_get(local, "/").await.context("step 4: GET / through port-forward")?;
     ensure!(code == 302, "the dashboard root answered {code}, expected 302");
@@ -188,7 +188,10 @@ pub async fn drive_view_recover_delete(client: &Client, installed: &Installed) -
         );
     }
 
-    seccomp_allow_list(ns, &pod).await.context("step 6: the seccomp allow-list")?;
+    match installed.runtime_class.as_deref() {
+        None => seccomp_allow_list(ns, &pod).await.context("step 6: the seccomp allow-list")?,
+        Some(class) => under_gvisor(client, ns, &pod, class).await.context("step 6: the gVisor sandbox")?,
+    }
 
     // 8. Kill the browser: the session recovers and says so.
     let killed = sh(
@@ -293,6 +296,44 @@ async fn seccomp_allow_list(ns: &str, pod: &str) -> anyhow::Result<()> {
     .await?;
     ensure!(uring.trim() == "errno=1", "io_uring_setup must fail with EPERM: {uring}");
     Ok(())
+}
+
+/// The Pod runs in a gVisor sandbox of RuntimeClass `class`: its processes
+/// see gVisor's kernel, its seccomp is the chart's choice for the class
+/// (RuntimeDefault: runsc applies no OCI profile), and on the host every
+/// gVisor sandbox runs under runsc's own seccomp filter.
+async fn under_gvisor(client: &Client, ns: &str, pod: &str, class: &str) -> anyhow::Result<()> {
+    let spec = Api::<Pod>::namespaced(client.clone(), ns).get(pod).await?.spec.context("no Pod spec")?;
+    ensure!(spec.runtime_class_name.as_deref() == Some(class), "runtimeClassName: {:?}", spec.runtime_class_name);
+    let seccomp = spec.security_context.and_then(|s| s.seccomp_profile).context("no Pod seccomp profile")?;
+    ensure!(seccomp.type_ == "RuntimeDefault", "seccomp under {class}: {seccomp:?}");
+    let kernel = sh(ns, pod, BROWSER, "dmesg 2>&1 | head -n 3").await?;
+    ensure!(kernel.contains("gVisor"), "the browser container does not run on gVisor's kernel:\n{kernel}");
+    let sandboxes = host_processes_named("runsc-sandbox")?;
+    ensure!(!sandboxes.is_empty(), "no runsc-sandbox process on the host");
+    for (pid, status) in &sandboxes {
+        let mode = status.lines().find(|l| l.starts_with("Seccomp:")).unwrap_or_default();
+        ensure!(mode.split_whitespace().nth(1) == Some("2"), "runsc-sandbox {pid} runs without its filter: {mode}");
+    }
+    Ok(())
+}
+
+/// `(pid, /proc/<pid>/status)` of this host's processes started as `argv0`
+/// (the tests run on the node; runsc re-executes itself as `runsc-sandbox`,
+/// so its command name is `exe`).
+fn host_processes_named(argv0: &str) -> anyhow::Result<Vec<(u32, String)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let Some(pid) = entry?.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        if cmdline.split(|b| *b == 0).next() != Some(argv0.as_bytes()) {
+            continue;
+        }
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            found.push((pid, status));
+        }
+    }
+    Ok(found)
 }
 
 async fn recover_after_kill(client: &Client, ns: &str, name: &str, pod: &str) -> anyhow::Result<()> {

@@ -39,6 +39,8 @@ pub struct Installed {
     pub internal_url: String,
     /// Pod `fixture` (app=fixture) in team B.
     pub other_namespace_url: String,
+    /// The chart's `sessions.runtimeClassName`, when the release sets one.
+    pub runtime_class: Option<String>,
 }
 
 /// The cluster's Pod and Service ranges (tests/cluster/lib.sh), given to the chart.
@@ -120,7 +122,17 @@ pub async fn install_release(client: &Client, release: &str, sets: &[&str]) -> a
         fixture_url,
         internal_url,
         other_namespace_url,
+        runtime_class: None,
     })
+}
+
+/// [`install_release`] with every browser Pod under `runtime_class` (the
+/// chart value `sessions.runtimeClassName`); the fixtures keep the node's default.
+#[allow(dead_code)] // the gvisor suite's (tests/gvisor includes this file)
+pub async fn install_under(client: &Client, release: &str, runtime_class: &str) -> anyhow::Result<Installed> {
+    let class = format!("sessions.runtimeClassName={runtime_class}");
+    let installed = install_release(client, release, &[&class]).await?;
+    Ok(Installed { runtime_class: Some(runtime_class.to_owned()), ..installed })
 }
 
 /// The node, the Pods of `namespace` and its Events: why a rollout did not

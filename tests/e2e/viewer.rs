@@ -13,7 +13,7 @@ use playpen_api::BrowserSession;
 use serde_json::json;
 
 use crate::clients;
-use crate::kubectl::{exec, port_forward};
+use crate::kubectl::{exec, tunnel, Pinned};
 use crate::session::{create, pod_name, wait_ready, BROWSER, VIEWER_PORT};
 use crate::setup::Installed;
 
@@ -39,7 +39,7 @@ pub async fn a_real_browser_watches_and_drives(client: &Client, installed: &Inst
     let out = exec(ns, &pod, BROWSER, &["playwright-cli", "goto", &colour]).await?.ok("playwright-cli goto")?;
     ensure!(out.contains("Page Title: Colour fixture"), "goto printed:\n{out}");
 
-    let forward = port_forward(ns, &format!("svc/{name}-view"), VIEWER_PORT).await?;
+    let forward = tunnel(ns, name, Pinned::Viewer(VIEWER_PORT), installed.runtime_class.as_deref()).await?;
     let artifacts = clients::artifacts_dir()?;
     let dashboard = format!("http://127.0.0.1:{}/", forward.local_port);
     let seen = clients::run(

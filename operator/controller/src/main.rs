@@ -91,6 +91,10 @@ struct RunArgs {
     /// none (empty: the cluster's default runtime).
     #[arg(long, env = "PLAYPEN_RUNTIME_CLASS_NAME", default_value = "")]
     runtime_class_name: String,
+    /// Seccomp of Enforced sessions by RuntimeClass, as name=choice pairs
+    /// (choices as --enforced-seccomp), comma-separated.
+    #[arg(long, env = "PLAYPEN_RUNTIME_CLASS_SECCOMP", value_delimiter = ',', default_value = "")]
+    runtime_class_seccomp: Vec<String>,
     /// Human-readable logs instead of JSON.
     #[arg(long, env = "PLAYPEN_LOG_TEXT", default_value_t = false)]
     log_text: bool,
@@ -132,6 +136,14 @@ async fn main() -> anyhow::Result<()> {
     playpen_operator::telemetry::init(!args.log_text);
     let enforced_seccomp =
         SeccompChoice::parse(&args.enforced_seccomp).map_err(anyhow::Error::msg).context("--enforced-seccomp")?;
+    let seccomp_by_runtime_class = labels(&args.runtime_class_seccomp)
+        .and_then(|pairs| {
+            pairs
+                .into_iter()
+                .map(|(class, choice)| Ok((class, SeccompChoice::parse(&choice).map_err(anyhow::Error::msg)?)))
+                .collect::<anyhow::Result<_>>()
+        })
+        .context("--runtime-class-seccomp (chart value sessions.seccompByRuntimeClass)")?;
     if args.lease_retry_seconds >= args.lease_duration_seconds {
         anyhow::bail!(
             "--lease-retry-seconds ({}) must be less than --lease-duration-seconds ({}): a leader renews several \
@@ -164,6 +176,7 @@ async fn main() -> anyhow::Result<()> {
             egress,
             browser_resources,
             runtime_class: Some(args.runtime_class_name).filter(|name| !name.is_empty()),
+            seccomp_by_runtime_class,
         },
         http_addr: args.http_addr,
         lease: args.leader_election.then(|| LeaseConfig {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::duration::parse_duration;
+pub use crate::via::Via;
 
 /// Environment variable holding the default image of `new`.
 pub const IMAGE_ENV: &str = "PLAYPEN_IMAGE";
@@ -157,6 +158,11 @@ pub struct ViewArgs {
     /// Open the URL in a browser ($BROWSER, xdg-open or open).
     #[arg(long)]
     pub open: bool,
+    /// How to reach the Pod: port-forward, or exec (a gVisor sandbox's own
+    /// network stack is out of port-forward's reach); auto picks exec for
+    /// Pods under a gVisor RuntimeClass.
+    #[arg(long, value_enum, default_value_t = Via::Auto)]
+    pub via: Via,
 }
 
 /// `cdp`.
@@ -167,6 +173,9 @@ pub struct CdpArgs {
     /// Local port on 127.0.0.1 (default: a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+    /// How to reach the Pod (as for `view`).
+    #[arg(long, value_enum, default_value_t = Via::Auto)]
+    pub via: Via,
 }
 
 /// Containers of a browser Pod.

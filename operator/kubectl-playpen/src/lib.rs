@@ -16,6 +16,7 @@ pub mod rbac;
 pub mod remote;
 pub mod sessions;
 pub mod tunnel;
+pub mod via;
 
 use std::io::Write as _;
 

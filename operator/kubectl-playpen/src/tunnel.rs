@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Portforwarder};
+use kube::api::{Api, AttachedProcess, Portforwarder};
 use playpen_api::BrowserSession;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::forbidden;
 use crate::rbac::Attempt;
 use crate::sessions;
+use crate::via::{self, Duplex, Via};
 
 /// Opens one stream to the remote end per local connection.
 pub trait Connector: Send + Sync + 'static {
@@ -109,10 +110,17 @@ async fn relay<C: Connector>(socket: tokio::net::TcpStream, connector: &C) -> Re
     }
 }
 
-/// A port-forward stream that keeps its forwarder alive as long as it is used.
+/// A stream to the Pod's port that keeps what carries it (the port-forward,
+/// or the exec of the relay) alive as long as it is used.
 pub struct Forwarded {
-    stream: DuplexStream,
-    _forwarder: Portforwarder,
+    stream: Pin<Box<dyn Duplex>>,
+    _carrier: Carrier,
+}
+
+/// What carries a [`Forwarded`] stream: held, never read.
+enum Carrier {
+    PortForward { _forwarder: Portforwarder },
+    Exec { _relay: AttachedProcess },
 }
 
 impl std::fmt::Debug for Forwarded {
@@ -123,19 +131,19 @@ impl std::fmt::Debug for Forwarded {
 
 impl AsyncRead for Forwarded {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        self.stream.as_mut().poll_read(cx, buf)
     }
 }
 
 impl AsyncWrite for Forwarded {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        self.stream.as_mut().poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
+        self.stream.as_mut().poll_flush(cx)
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+        self.stream.as_mut().poll_shutdown(cx)
     }
 }
 
@@ -148,6 +156,7 @@ pub struct SessionPort {
     cluster: Cluster,
     name: String,
     port_of: PortOf,
+    via: Via,
     last: Mutex<Option<(String, u16)>>,
 }
 
@@ -160,28 +169,33 @@ pub struct SessionTunnel {
     pub pod: String,
     /// The pinned port in the Pod.
     pub port: u16,
+    /// How its connections reach the port.
+    pub via: Via,
     /// The local listener.
     pub tunnel: Tunnel<SessionPort>,
 }
 
 impl SessionTunnel {
-    /// Reads session `name`, checks the caller may port-forward (so a missing
-    /// right fails now, not on the first connection) and binds 127.0.0.1:`local_port`.
-    pub async fn open(cluster: &Cluster, name: &str, port_of: PortOf, local_port: u16) -> Result<Self> {
+    /// Reads session `name`, settles how to reach its Pod (`via`), checks the
+    /// caller may (so a missing right fails now, not on the first
+    /// connection) and binds 127.0.0.1:`local_port`.
+    pub async fn open(cluster: &Cluster, name: &str, port_of: PortOf, local_port: u16, via: Via) -> Result<Self> {
         let session = sessions::get(cluster, name).await?;
         let port = port_of(&session)?;
-        forbidden::check_access(&cluster.client, &forbidden::port_forward_rights(&cluster.namespace)).await?;
         let pod = sessions::pod_name(&session);
-        let connector = SessionPort::new(cluster.clone(), name, port_of, pod.clone(), port);
+        let via = via::resolve(cluster, &pod, via).await;
+        forbidden::check_access(&cluster.client, &via::rights(via, &cluster.namespace)).await?;
+        let connector = SessionPort::new(cluster.clone(), name, port_of, pod.clone(), port, via);
         let tunnel = Tunnel::bind(local_port, connector).await?;
-        Ok(Self { session, pod, port, tunnel })
+        Ok(Self { session, pod, port, via, tunnel })
     }
 }
 
 impl SessionPort {
-    /// For session `name`, resolved already to `pod` and `port`.
-    pub fn new(cluster: Cluster, name: &str, port_of: PortOf, pod: String, port: u16) -> Self {
-        Self { cluster, name: name.to_owned(), port_of, last: Mutex::new(Some((pod, port))) }
+    /// For session `name`, resolved already to `pod` and `port`, reached `via`
+    /// (resolved: not `Auto`).
+    pub fn new(cluster: Cluster, name: &str, port_of: PortOf, pod: String, port: u16, via: Via) -> Self {
+        Self { cluster, name: name.to_owned(), port_of, via, last: Mutex::new(Some((pod, port))) }
     }
 
     /// The session's Pod and port now; the last known ones if the session
@@ -213,6 +227,10 @@ impl Connector for SessionPort {
 
     async fn connect(&self) -> Result<Forwarded> {
         let (pod, port) = self.resolve().await?;
+        if self.via == Via::Exec {
+            let (stream, process) = via::exec_stream(&self.cluster, &pod, port).await?;
+            return Ok(Forwarded { stream, _carrier: Carrier::Exec { _relay: process } });
+        }
         let ns = self.cluster.namespace.as_str();
         let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), ns);
         let mut forwarder = pods.portforward(&pod, &[port]).await.map_err(|e| {
@@ -232,7 +250,7 @@ impl Connector for SessionPort {
                 }
             });
         }
-        Ok(Forwarded { stream, _forwarder: forwarder })
+        Ok(Forwarded { stream: Box::pin(stream), _carrier: Carrier::PortForward { _forwarder: forwarder } })
     }
 }
 
@@ -240,7 +258,7 @@ impl Connector for SessionPort {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
     use tokio::net::TcpStream;
 
     /// Fails the first connection, hangs up on the second, echoes after that.

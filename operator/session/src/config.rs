@@ -31,6 +31,14 @@ pub enum Command {
     /// Readiness check: exit 0 when the daemon and, if enabled, the viewer
     /// answer (the kubelet asks the same over HTTP, `GET /readyz`).
     Probe,
+    /// Relay stdin and stdout to 127.0.0.1:PORT in the Pod: the way
+    /// `kubectl playpen view|cdp --via exec` reaches a pinned port where
+    /// `kubectl port-forward` cannot (a gVisor sandbox's own network stack).
+    Pipe {
+        /// The loopback port.
+        #[arg(value_parser = clap::value_parser!(u16).range(1..))]
+        port: u16,
+    },
 }
 
 /// Options, each also settable through the environment.

@@ -22,6 +22,7 @@ pub mod cli;
 pub(crate) mod cli_install;
 pub mod config;
 pub mod error;
+pub mod pipe;
 pub mod probe;
 pub mod restarts;
 pub mod run;

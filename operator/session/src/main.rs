@@ -33,6 +33,7 @@ fn main() {
     let code = runtime.block_on(async move {
         match cli.command {
             Command::Run => run::run(cli.options).await,
+            Command::Pipe { port } => playpen_session::pipe::run(port).await,
             Command::Probe => match load(std::path::Path::new(&cli.options.config)) {
                 Ok(config) => match probe::check_waiting(&config, probe::startup_wait()).await {
                     Ok(()) => exit::ENDED,

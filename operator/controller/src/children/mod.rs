@@ -13,6 +13,8 @@ mod storage;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceRequirements, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -84,6 +86,10 @@ pub struct Settings {
     /// The RuntimeClass of browser Pods whose session (or pool template)
     /// names none (`None`: the cluster's default runtime).
     pub runtime_class: Option<String>,
+    /// The seccomp choice of Enforced sessions under a RuntimeClass, by its
+    /// name, in place of `enforced_seccomp` (gVisor ignores the OCI profile:
+    /// docs/security.md).
+    pub seccomp_by_runtime_class: BTreeMap<String, SeccompChoice>,
 }
 
 impl Default for Settings {
@@ -94,6 +100,7 @@ impl Default for Settings {
             egress: EgressDefaults::default(),
             browser_resources: resources::parse_defaults(DEFAULT_BROWSER_RESOURCES).unwrap_or_default(),
             runtime_class: None,
+            seccomp_by_runtime_class: BTreeMap::new(),
         }
     }
 }

@@ -71,6 +71,14 @@ impl SeccompChoice {
     }
 }
 
+/// The seccomp choice of an Enforced session: its RuntimeClass's where the
+/// settings name one, the operator's otherwise.
+pub fn enforced_seccomp<'a>(bs: &'a BrowserSession, settings: &'a Settings) -> &'a SeccompChoice {
+    runtime_class(bs, settings)
+        .and_then(|name| settings.seccomp_by_runtime_class.get(name))
+        .unwrap_or(&settings.enforced_seccomp)
+}
+
 fn runtime_default() -> SeccompProfile {
     SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }
 }
@@ -270,7 +278,7 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
     });
     let pull_policy = spec.browser.image_pull_policy.map(|p| p.as_str().to_owned());
     let seccomp = match spec.browser.sandbox {
-        SandboxMode::Enforced => settings.enforced_seccomp.profile(),
+        SandboxMode::Enforced => enforced_seccomp(bs, settings).profile(),
         SandboxMode::Disabled => runtime_default(),
     };
     let browser = Container {

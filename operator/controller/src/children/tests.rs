@@ -423,6 +423,27 @@ fn scheduling_and_resources_are_passed_through() {
     let id = Identity::of(&bs).expect("id");
     let own = super::build(&bs, &id, &gvisor_default).expect("children").pod.spec.expect("spec");
     assert_eq!(own.runtime_class_name.as_deref(), Some("gvisor"), "the session's own wins");
+    // Seccomp follows the RuntimeClass where the settings name one.
+    let seccomp_of = |bs: &BrowserSession, settings: &Settings| {
+        let id = Identity::of(bs).expect("id");
+        let pod = super::build(bs, &id, settings).expect("children").pod;
+        pod.spec.and_then(|s| s.security_context).and_then(|s| s.seccomp_profile).expect("seccomp")
+    };
+    let by_class = Settings {
+        seccomp_by_runtime_class: [("gvisor".to_owned(), SeccompChoice::RuntimeDefault)].into(),
+        ..Settings::default()
+    };
+    assert_eq!(seccomp_of(&bs, &by_class).type_, "RuntimeDefault", "the session's own RuntimeClass");
+    let mapped_default = Settings { runtime_class: Some("gvisor".into()), ..by_class.clone() };
+    assert_eq!(seccomp_of(&minimal(), &mapped_default).type_, "RuntimeDefault", "the chart's default class");
+    let unmapped = seccomp_of(&minimal(), &by_class);
+    assert_eq!(
+        (unmapped.type_.as_str(), unmapped.localhost_profile.as_deref()),
+        ("Localhost", Some(super::pod::DEFAULT_SECCOMP_PROFILE)),
+        "no class: the operator's choice"
+    );
+    let other_class = Settings { runtime_class: Some("kata".into()), ..by_class };
+    assert_eq!(seccomp_of(&minimal(), &other_class).type_, "Localhost", "a class the map does not name");
     let b = browser(&c.pod);
     assert_eq!(b.image_pull_policy.as_deref(), Some("Never"));
     assert_eq!(b.resources.as_ref().and_then(|r| r.limits.clone()).expect("l")["memory"].0, "2Gi");

@@ -124,7 +124,7 @@ pub async fn fetch_version(addr: SocketAddr) -> std::result::Result<Version, Str
 pub async fn run(cluster: &Cluster, args: CdpArgs) -> Result<()> {
     let ns = cluster.namespace.as_str();
     let SessionTunnel { pod, port, tunnel, .. } =
-        SessionTunnel::open(cluster, &args.name, sessions::cdp_port, args.port).await?;
+        SessionTunnel::open(cluster, &args.name, sessions::cdp_port, args.port, args.via).await?;
     let addr = tunnel.local_addr()?;
     println!("http://127.0.0.1:{}", addr.port());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

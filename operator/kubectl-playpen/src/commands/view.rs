@@ -48,8 +48,8 @@ pub fn open_browser(url: &str) {
 /// Runs `view` until Ctrl-C.
 pub async fn run(cluster: &Cluster, args: ViewArgs) -> Result<()> {
     let ns = cluster.namespace.as_str();
-    let SessionTunnel { session, pod, port, tunnel } =
-        SessionTunnel::open(cluster, &args.name, sessions::viewer_port, args.port).await?;
+    let SessionTunnel { session, pod, port, via, tunnel } =
+        SessionTunnel::open(cluster, &args.name, sessions::viewer_port, args.port, args.via).await?;
     let url = format!("http://127.0.0.1:{}/", tunnel.local_addr()?.port());
     println!("{url}");
     match sessions::phase(session.status.as_ref()) {
@@ -60,8 +60,9 @@ pub async fn run(cluster: &Cluster, args: ViewArgs) -> Result<()> {
         phase => eprintln!("note: BrowserSession {ns}/{} is {phase}; the viewer answers once it is Ready", args.name),
     }
     eprintln!(
-        "forwarding {url} to the viewer of BrowserSession {ns}/{} (Pod {pod}, port {port}); Ctrl-C to stop",
-        args.name
+        "forwarding {url} to the viewer of BrowserSession {ns}/{} (Pod {pod}, port {port}, {}); Ctrl-C to stop",
+        args.name,
+        via.describe()
     );
     if args.open {
         open_browser(&url);
