@@ -13,9 +13,6 @@
 //! browser reaches.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::net::IpAddr;
-use std::str::FromStr;
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
@@ -23,6 +20,7 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+pub use playpen_api::cidr::{Cidr, CidrError, SPECIAL_RANGES};
 use playpen_api::naming::MANAGER;
 use playpen_api::v1alpha1::{Egress, EgressMode, EgressPeer};
 use playpen_api::{BrowserSession, BrowserSessionSpec};
@@ -71,121 +69,8 @@ pub fn viewer_service(bs: &BrowserSession, id: &Identity) -> Option<Service> {
     })
 }
 
-/// Ranges no session reaches by default: private (RFC 1918), shared address
-/// space (RFC 6598), loopback, link-local (cloud metadata lives at
-/// 169.254.169.254), IPv6 unique-local, link-local and loopback.
-pub const SPECIAL_RANGES: [&str; 9] = [
-    "10.0.0.0/8",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-    "100.64.0.0/10",
-    "127.0.0.0/8",
-    "169.254.0.0/16",
-    "fc00::/7",
-    "fe80::/10",
-    "::1/128",
-];
-
 /// The label every namespace carries with its own name (Kubernetes ≥ 1.22).
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
-
-/// A canonical CIDR (no address bits set beyond the prefix).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Cidr {
-    addr: IpAddr,
-    prefix: u8,
-}
-
-/// Why a CIDR was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CidrError {
-    /// Not `<address>/<prefix>`.
-    #[error("{0:?} is not a CIDR: write <address>/<prefix>, for example 10.96.0.0/12")]
-    Syntax(String),
-    /// The prefix is longer than the address.
-    #[error("{0:?}: the prefix must be at most 32 for IPv4 and 128 for IPv6")]
-    Prefix(String),
-    /// Bits beyond the prefix are set.
-    #[error("{given:?} has address bits beyond its prefix: write {canonical}")]
-    NotCanonical {
-        /// As written.
-        given: String,
-        /// What was meant.
-        canonical: String,
-    },
-}
-
-impl Cidr {
-    fn bits(self) -> u8 {
-        if self.addr.is_ipv4() {
-            32
-        } else {
-            128
-        }
-    }
-
-    fn as_u128(addr: IpAddr) -> u128 {
-        match addr {
-            IpAddr::V4(a) => u128::from(u32::from(a)),
-            IpAddr::V6(a) => u128::from(a),
-        }
-    }
-
-    fn mask(bits: u8, prefix: u8) -> u128 {
-        let host = u32::from(bits - prefix);
-        let all = if bits == 32 { u128::from(u32::MAX) } else { u128::MAX };
-        all.checked_shl(host).unwrap_or(0) & all
-    }
-
-    /// IPv4.
-    pub fn is_ipv4(self) -> bool {
-        self.addr.is_ipv4()
-    }
-
-    /// Every address of `other` is in `self`.
-    pub fn contains(self, other: Cidr) -> bool {
-        self.is_ipv4() == other.is_ipv4()
-            && self.prefix <= other.prefix
-            && Self::as_u128(other.addr) & Self::mask(self.bits(), self.prefix) == Self::as_u128(self.addr)
-    }
-
-    /// The whole address family (0.0.0.0/0 or ::/0).
-    pub fn everything(v4: bool) -> Self {
-        let addr = if v4 { IpAddr::from([0u8; 4]) } else { IpAddr::from([0u8; 16]) };
-        Self { addr, prefix: 0 }
-    }
-}
-
-impl FromStr for Cidr {
-    type Err = CidrError;
-
-    fn from_str(text: &str) -> Result<Self, CidrError> {
-        let syntax = || CidrError::Syntax(text.to_owned());
-        let (addr, prefix) = text.split_once('/').ok_or_else(syntax)?;
-        let addr: IpAddr = addr.parse().map_err(|_| syntax())?;
-        let prefix: u8 = prefix.parse().map_err(|_| syntax())?;
-        let bits = if addr.is_ipv4() { 32 } else { 128 };
-        if prefix > bits {
-            return Err(CidrError::Prefix(text.to_owned()));
-        }
-        let masked = Self::as_u128(addr) & Self::mask(bits, prefix);
-        let masked = match addr {
-            IpAddr::V4(_) => IpAddr::from((masked as u32).to_be_bytes()),
-            IpAddr::V6(_) => IpAddr::from(masked.to_be_bytes()),
-        };
-        let cidr = Self { addr: masked, prefix };
-        if cidr.to_string() != text {
-            return Err(CidrError::NotCanonical { given: text.to_owned(), canonical: cidr.to_string() });
-        }
-        Ok(cidr)
-    }
-}
-
-impl fmt::Display for Cidr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
-    }
-}
 
 /// Where the cluster's DNS resolver runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
