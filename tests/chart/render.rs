@@ -117,11 +117,15 @@ fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
         "network.clusterCIDRs={10.244.0.0/16,10.96.0.0/12},network.denyCIDRs={192.0.2.0/24}",
         "--set",
         "network.dns.namespace=dns,network.dns.podLabels.app=resolver,network.dns.podLabels.tier=a",
+        "--set",
+        "network.allowHosts={sso.corp.test:443,*.example.com},network.denyHosts={ads.example.com}",
     ])?;
     for needle in [
         "name: PLAYPEN_CLUSTER_CIDRS\n              value: \"10.244.0.0/16,10.96.0.0/12\"",
         "name: PLAYPEN_DENY_CIDRS\n              value: \"192.0.2.0/24\"",
         "name: PLAYPEN_DNS_NAMESPACE\n              value: \"dns\"",
+        "name: PLAYPEN_ALLOW_HOSTS\n              value: \"sso.corp.test:443,*.example.com\"",
+        "name: PLAYPEN_DENY_HOSTS\n              value: \"ads.example.com\"",
         // Helm merges maps: the default k8s-app label stays unless set to null.
         "name: PLAYPEN_DNS_POD_LABELS\n              value: \"app=resolver,k8s-app=kube-dns,tier=a\"",
     ] {

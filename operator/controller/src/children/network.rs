@@ -100,6 +100,11 @@ pub struct EgressDefaults {
     pub cluster_cidrs: Vec<Cidr>,
     /// More ranges to deny to every session.
     pub deny_cidrs: Vec<Cidr>,
+    /// Host rules every session narrowed by host rules may reach (chart
+    /// `network.allowHosts`; see [`super::egress_hosts::effective_allow_hosts`]).
+    pub allow_hosts: Vec<String>,
+    /// Host rules no session reaches (chart `network.denyHosts`).
+    pub deny_hosts: Vec<String>,
     /// The cluster's resolver.
     pub dns: DnsPeer,
 }
@@ -131,7 +136,11 @@ pub fn egress_rules(
         return Ok(None);
     }
     rules.push(dns_rule(&defaults.dns));
-    if egress.mode == EgressMode::Internet {
+    // The hosts of `allowHosts` live at public addresses no CIDR list can
+    // name: with them the Pod may reach the internet minus the denied
+    // ranges, and the runtime's proxy narrows the browser to those hosts.
+    let proxied_hosts = !super::egress_hosts::effective_allow_hosts(egress, defaults).is_empty();
+    if egress.mode == EgressMode::Internet || proxied_hosts {
         for v4 in [true, false] {
             let except = defaults.denied(v4);
             let everything = Cidr::everything(v4);
@@ -207,7 +216,8 @@ pub fn egress_summary(egress: &Egress, defaults: &EgressDefaults) -> String {
     if !dns.cidrs.is_empty() {
         parts.push(format!("DNS to {}", join(&dns.cidrs)));
     }
-    if egress.mode == EgressMode::Internet {
+    let proxied_hosts = !super::egress_hosts::effective_allow_hosts(egress, defaults).is_empty();
+    if egress.mode == EgressMode::Internet || proxied_hosts {
         let denied: Vec<Cidr> = defaults.denied(true).into_iter().chain(defaults.denied(false)).collect();
         parts.push(format!("the internet except {}", join(&denied)));
     }
@@ -220,6 +230,7 @@ pub fn egress_summary(egress: &Egress, defaults: &EgressDefaults) -> String {
         let ns = p.namespace.as_deref().map_or("the session's namespace".to_owned(), |n| format!("namespace {n}"));
         parts.push(format!("{pods} in {ns}"));
     }
+    parts.extend(super::egress_hosts::host_rules_summary(egress, defaults));
     format!("egress to {}; ingress denied", parts.join("; "))
 }
 
@@ -351,6 +362,7 @@ mod tests {
             cluster_cidrs: vec![cidr("10.244.0.0/16"), cidr("192.0.2.0/24"), cidr("fd00:10::/64")],
             deny_cidrs: vec![cidr("198.51.100.0/24"), cidr("2001:db8::/32")],
             dns: DnsPeer::default(),
+            ..EgressDefaults::default()
         };
         let r = rules(json!({}), &defaults).expect("some egress");
         assert_eq!(r.len(), 3);
@@ -446,6 +458,25 @@ mod tests {
         assert_eq!(ns(&to[3]), None, "no namespace: the session's own");
         assert_eq!(pods(&to[3]).flatten().map(|l| l.len()), Some(2));
         assert_eq!(pods(&to[4]), Some(None), "no labels: every Pod of the namespace");
+    }
+
+    #[test]
+    fn allowed_hosts_open_the_internet_minus_the_denied_ranges_to_the_proxy() {
+        let listed = json!({"mode": "AllowListOnly", "allowHosts": ["*.example.com"]});
+        let r = rules(listed.clone(), &EgressDefaults::default()).expect("egress");
+        assert_eq!(r.len(), 3, "DNS and the internet of both families, as in Internet mode");
+        assert_eq!(blocks(&r[1])[0].0, "0.0.0.0/0");
+        assert!(blocks(&r[1])[0].1.contains(&"169.254.0.0/16".to_owned()));
+        let chart = EgressDefaults { allow_hosts: vec!["sso.test".into()], ..EgressDefaults::default() };
+        assert_eq!(rules(json!({"mode": "AllowListOnly"}), &chart).expect("egress").len(), 3);
+        let denied_only = json!({"mode": "AllowListOnly", "denyHosts": ["a.test"]});
+        assert_eq!(rules(denied_only, &EgressDefaults::default()).expect("egress").len(), 1, "DNS only");
+        let summary = egress_summary(&egress(listed), &EgressDefaults::default());
+        assert!(summary.contains("the internet except 10.0.0.0/8"), "{summary}");
+        assert!(
+            summary.ends_with("hosts through the session runtime's proxy: allow *.example.com; ingress denied"),
+            "{summary}"
+        );
     }
 
     #[test]

@@ -255,7 +255,7 @@ fn viewer_service_pins_port_and_disabled_viewer_has_none() {
     assert!(c.viewer_service.is_none());
     let names: Vec<_> = browser(&c.pod).ports.iter().flatten().filter_map(|p| p.name.clone()).collect();
     assert_eq!(names, ["readiness"], "only the kubelet's");
-    assert_eq!(runtime_config(&off, &Identity::of(&off).expect("id")).viewer_port, None);
+    assert_eq!(runtime_config(&off, &Identity::of(&off).expect("id"), &EgressDefaults::default()).viewer_port, None);
 }
 
 #[test]
@@ -263,7 +263,10 @@ fn cdp_is_off_by_default_and_when_on_is_pinned_on_container_service_and_runtime(
     let plain = build(&minimal());
     let names: Vec<_> = browser(&plain.pod).ports.iter().flatten().filter_map(|p| p.name.clone()).collect();
     assert_eq!(names, ["viewer", "readiness"], "no CDP port unless asked for");
-    assert_eq!(runtime_config(&minimal(), &Identity::of(&minimal()).expect("id")).cdp_port, None);
+    assert_eq!(
+        runtime_config(&minimal(), &Identity::of(&minimal()).expect("id"), &EgressDefaults::default()).cdp_port,
+        None
+    );
 
     let bs = session(json!({"image": "i", "cdp": {"enabled": true, "port": 9333}}));
     let c = build(&bs);
@@ -283,11 +286,11 @@ fn cdp_is_off_by_default_and_when_on_is_pinned_on_container_service_and_runtime(
         .map(|p| (p.name.unwrap_or_default(), p.port))
         .collect();
     assert_eq!(service_ports, ports[..2], "port-forward svc/<name>-view reaches both, and not the readiness port");
-    assert_eq!(runtime_config(&bs, &Identity::of(&bs).expect("id")).cdp_port, Some(9333));
-    let rc = runtime_config(&bs, &Identity::of(&bs).expect("id"));
+    assert_eq!(runtime_config(&bs, &Identity::of(&bs).expect("id"), &EgressDefaults::default()).cdp_port, Some(9333));
+    let rc = runtime_config(&bs, &Identity::of(&bs).expect("id"), &EgressDefaults::default());
     assert!(!rc.record_video && !rc.record_trace, "nothing is recorded unless asked for");
     let recorded = session(json!({"image": "i", "recording": {"video": true, "trace": true}}));
-    let rc = runtime_config(&recorded, &Identity::of(&recorded).expect("id"));
+    let rc = runtime_config(&recorded, &Identity::of(&recorded).expect("id"), &EgressDefaults::default());
     assert!(rc.record_video && rc.record_trace);
 
     // CDP alone still gets the Service, with only its port.
@@ -314,7 +317,7 @@ fn runtime_config_carries_policy_and_paths() {
         "snapshots": {"retention": {"maxAgeSeconds": 60, "maxCount": 7}},
         "authState": {"secretRef": {"name": "login"}}}));
     let id = Identity::of(&bs).expect("id");
-    let rc = runtime_config(&bs, &id);
+    let rc = runtime_config(&bs, &id, &EgressDefaults::default());
     assert_eq!(rc.session_name, "demo");
     assert_eq!(rc.viewer_port, Some(9323));
     assert_eq!(rc.snapshot_max_age_seconds, 60);
@@ -334,7 +337,7 @@ fn runtime_config_states_the_snapshot_volume_size_and_when_the_session_started()
     let sized = |snapshots: serde_json::Value| {
         let mut bs = session(json!({"image": "i", "snapshots": snapshots}));
         bs.metadata.creation_timestamp = Some(Time("2026-12-01T08:00:00Z".parse().expect("ts")));
-        runtime_config(&bs, &Identity::of(&bs).expect("id"))
+        runtime_config(&bs, &Identity::of(&bs).expect("id"), &EgressDefaults::default())
     };
     let default = sized(json!({}));
     assert_eq!(default.snapshot_volume_bytes, Some(1 << 30), "the default emptyDir limit, 1Gi");
