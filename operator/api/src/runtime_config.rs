@@ -159,6 +159,7 @@ pub const RUNTIME_FAILURE_REASONS: &[&str] = &[
     "SandboxRequiresNonRoot",
     "ViewerPortTaken",
     "CdpPortTaken",
+    "EgressProxyPortTaken",
     "ReadinessPortTaken",
     "RecordingUnavailable",
     "SnapshotVolumeFull",

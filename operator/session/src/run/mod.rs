@@ -30,7 +30,7 @@ use crate::error::{exit, Fatal};
 use browser::daemon::{daemon_args, AuthLoad, DaemonPlan, DaemonState};
 use browser::{auth, launch_defaults, prepare, profile, recording, shutdown};
 use expose::relay::{self, Waits};
-use expose::{cdp, dashboard, health};
+use expose::{cdp, dashboard, egress_proxy, health};
 use policy::retention;
 use policy::{idle, lifetime, pristine};
 use process::reaper::{self, Managed};
@@ -127,6 +127,28 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
             .map_err(|message| Fatal::Config { path: config.launch_config.clone().into(), message })?;
         config.launch_config = derived.config.display().to_string();
         user_data_dir = Some(derived.user_data_dir);
+    }
+    // Host rules: the proxy is bound before the browser starts and the
+    // browser is launched through it; without them nothing changes.
+    let egress = match egress_proxy::live_of(&config) {
+        Some(live) => {
+            let live = live.map_err(|e| Fatal::Config { path: opts.config.clone().into(), message: e.to_string() })?;
+            let addr = egress_proxy::address(opts.egress_proxy_addr);
+            let bound = egress_proxy::bind(addr).map_err(|source| Fatal::EgressProxyPortTaken { addr, source })?;
+            let port = bound.local_addr().map_err(|source| Fatal::EgressProxyPortTaken { addr, source })?.port();
+            let derived = egress_proxy::launch::write(Path::new(&config.launch_config), &std::env::temp_dir(), port)
+                .map_err(|message| Fatal::Config { path: config.launch_config.clone().into(), message })?;
+            tracing::info!(port, "host rules apply: the browser goes through the egress proxy");
+            config.launch_config = derived.display().to_string();
+            Some((bound, live))
+        }
+        None => None,
+    };
+    if let Some((bound, live)) = egress {
+        let (tell, live) = watch::channel(Arc::new(live));
+        let log = Arc::new(egress_proxy::log_for(Path::new(&config.output_dir)));
+        tokio::spawn(egress_proxy::serve(bound, live, log, egress_proxy::LIMITS));
+        tokio::spawn(egress_proxy::follow(opts.config.clone().into(), tell, opts.retention_interval()));
     }
     let config = &config;
     let env = child_env(config, &prepared.home, |name| std::env::var(name).ok());
