@@ -143,6 +143,12 @@ pub struct TerminationReport {
     pub message: String,
 }
 
+/// The reason the runtime reports when it exits because host rules now
+/// apply to a browser launched without its egress proxy (the proxy is a
+/// launch switch): not a failure of the session; the kubelet starts the
+/// container afresh, behind the proxy.
+pub const HOST_RULES_ADDED: &str = "HostRulesAdded";
+
 /// The reasons the runtime reports when it gives up (`Fatal::reason` in
 /// playpen-session). Each one is the session's own doing (its spec, its
 /// image, its volume), never a slow node, which the runtime waits out: a

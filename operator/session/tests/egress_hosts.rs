@@ -197,3 +197,17 @@ fn without_host_rules_the_browser_is_launched_as_before() {
     let status = session.terminate(Duration::from_secs(40));
     assert!(status.success(), "{status:?}\n{}", session.log());
 }
+
+#[test]
+fn host_rules_added_to_a_browser_launched_without_them_restart_the_container() {
+    let mut session = Session::new("added", None);
+    session.start_with_env = Some(("PLAYPEN_EGRESS_PROXY_ADDR".into(), format!("127.0.0.1:{}", free_port())));
+    session.start();
+    session.wait_ready(Duration::from_secs(90));
+    session.set_runtime_field("egressHosts", rules(&[], &["ads.test".to_owned()]));
+    let status = session.wait_exit(Duration::from_secs(40));
+    assert_eq!(status.code(), Some(1), "{}", session.log());
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(session.path("termination-log")).unwrap()).unwrap();
+    assert_eq!(report["reason"], "HostRulesAdded", "{report}");
+}
