@@ -195,3 +195,15 @@ fn a_values_typo_fails_with_the_key_name() -> anyhow::Result<()> {
     assert!(!out.status.success() && err.contains("replicaCount > 1 needs leaderElection.enabled=true"), "{err}");
     Ok(())
 }
+
+#[test]
+fn the_values_schema_checks_host_rules_as_admission_does() -> anyhow::Result<()> {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{CHART}/values.schema.json"))?)?;
+    for list in ["allowHosts", "denyHosts"] {
+        let items = &schema["properties"]["network"]["properties"][list]["items"];
+        assert_eq!(items["pattern"], playpen_api::egress_hosts::HOST_RULE_PATTERN, "network.{list}");
+        assert_eq!(items["maxLength"], playpen_api::v1alpha1::MAX_HOST_RULE_LEN, "network.{list}");
+    }
+    Ok(())
+}
