@@ -240,6 +240,16 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_example_in_the_session_contract_loads_with_its_egress_hosts() {
+        let doc = include_str!("../../../docs/session-contract.md");
+        let example = doc.split("## runtime.json\n\n```json\n").nth(1).and_then(|rest| rest.split("```").next());
+        let config: RuntimeConfig = serde_json::from_str(example.expect("the example")).expect("the example parses");
+        assert_eq!(validate(&config), Ok(()));
+        let (rules, floor) = config.egress_hosts.expect("egressHosts").parse().expect("enforceable");
+        assert_eq!((rules.allow.len(), rules.deny.len(), floor.allowed.len(), floor.denied.len()), (2, 1, 1, 9));
+    }
+
+    #[test]
     fn the_documented_example_loads() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("runtime.json");
