@@ -333,6 +333,34 @@ fn runtime_config_carries_policy_and_paths() {
 }
 
 #[test]
+fn host_rules_reach_runtime_json_with_the_charts_and_the_floor() {
+    let bs = session(json!({"image": "i", "network": {"egress": {"mode": "AllowListOnly",
+        "allowHosts": ["*.example.com"], "denyHosts": ["ads.example.com"]}}}));
+    let settings = Settings {
+        egress: EgressDefaults {
+            deny_hosts: vec!["tracker.test".into()],
+            cluster_cidrs: vec!["10.96.0.0/12".parse().expect("cidr")],
+            ..EgressDefaults::default()
+        },
+        ..Settings::default()
+    };
+    let built = super::build(&bs, &Identity::of(&bs).expect("id"), &settings).expect("build");
+    let text = &built.runtime_config.data.expect("data")["runtime.json"];
+    let parsed: playpen_api::runtime_config::RuntimeConfig = serde_json::from_str(text).expect("parse");
+    let hosts = parsed.egress_hosts.expect("egressHosts");
+    assert_eq!(hosts.allow_hosts, ["*.example.com"]);
+    assert_eq!(hosts.deny_hosts, ["ads.example.com", "tracker.test"]);
+    assert!(hosts.denied_cidrs.contains(&"169.254.0.0/16".to_owned()));
+    assert!(!hosts.denied_cidrs.contains(&"10.96.0.0/12".to_owned()), "inside 10.0.0.0/8, so left out as covered");
+    let plain = session(json!({"image": "i"}));
+    let built = super::build(&plain, &Identity::of(&plain).expect("id"), &Settings::default()).expect("build");
+    assert!(
+        !built.runtime_config.data.expect("data")["runtime.json"].contains("egressHosts"),
+        "no host rules, no proxy"
+    );
+}
+
+#[test]
 fn runtime_config_states_the_snapshot_volume_size_and_when_the_session_started() {
     let sized = |snapshots: serde_json::Value| {
         let mut bs = session(json!({"image": "i", "snapshots": snapshots}));
