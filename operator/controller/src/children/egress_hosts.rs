@@ -5,7 +5,7 @@
 use playpen_api::runtime_config::EgressHostsConfig;
 use playpen_api::v1alpha1::{Egress, EgressMode};
 
-use super::network::EgressDefaults;
+use super::egress_defaults::EgressDefaults;
 
 /// The effective `allowHosts`. The chart's are added only where host rules
 /// narrow the session: a session in `Internet` mode with no `allowHosts` of

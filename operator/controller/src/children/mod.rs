@@ -2,6 +2,7 @@
 //! objects out. Nothing here touches the network, so every field is
 //! unit-tested without a cluster.
 
+mod egress_defaults;
 mod egress_hosts;
 mod labels;
 mod launch;

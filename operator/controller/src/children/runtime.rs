@@ -12,8 +12,8 @@ use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::DEFAULT_SNAPSHOT_SIZE_LIMIT;
 use playpen_api::BrowserSession;
 
+use super::egress_defaults::EgressDefaults;
 use super::egress_hosts::egress_hosts_config;
-use super::network::EgressDefaults;
 use super::{labels::child_meta, Identity};
 use crate::error::{Error, Result};
 
