@@ -93,8 +93,10 @@ pub(crate) async fn dial(host: &str, port: u16, policy: &Policy, timeout: Durati
             Err(_) => last = Some((address, "connect timed out".to_owned())),
         }
     }
-    let (address, why) = last.unwrap_or((addresses[0], "no address".into()));
-    Err(Refusal::failed(why, Some(address)))
+    Err(match last {
+        Some((address, why)) => Refusal::failed(why, Some(address)),
+        None => Refusal::failed("no address".into(), None),
+    })
 }
 
 #[cfg(test)]

@@ -101,3 +101,11 @@ fn the_head_is_bounded() {
     assert_eq!(head_end(b"CONNECT a:1 HTTP/1.1\r\n\r\nrest"), Some(24));
     assert_eq!(head_end(b"CONNECT a:1 HTTP/1.1\r\n"), None);
 }
+
+#[test]
+fn an_ipv6_literal_is_forwarded_without_its_brackets_and_its_host_header_agrees() {
+    let r = parse_text("GET http://[2001:db8::1]:8080/x HTTP/1.1\r\nHost: [2001:db8::1]:8080\r\n\r\n").expect("v6");
+    assert_eq!((r.host.as_str(), r.port), ("2001:db8::1", 8080));
+    let mismatch = "GET http://[2001:db8::1]/ HTTP/1.1\r\nHost: [2001:db8::2]\r\n\r\n";
+    assert_eq!(parse_text(mismatch), Err(BadRequest::HostMismatch));
+}
