@@ -117,11 +117,15 @@ fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
         "network.clusterCIDRs={10.244.0.0/16,10.96.0.0/12},network.denyCIDRs={192.0.2.0/24}",
         "--set",
         "network.dns.namespace=dns,network.dns.podLabels.app=resolver,network.dns.podLabels.tier=a",
+        "--set",
+        "network.allowHosts={sso.corp.test:443,*.example.com},network.denyHosts={ads.example.com}",
     ])?;
     for needle in [
         "name: PLAYPEN_CLUSTER_CIDRS\n              value: \"10.244.0.0/16,10.96.0.0/12\"",
         "name: PLAYPEN_DENY_CIDRS\n              value: \"192.0.2.0/24\"",
         "name: PLAYPEN_DNS_NAMESPACE\n              value: \"dns\"",
+        "name: PLAYPEN_ALLOW_HOSTS\n              value: \"sso.corp.test:443,*.example.com\"",
+        "name: PLAYPEN_DENY_HOSTS\n              value: \"ads.example.com\"",
         // Helm merges maps: the default k8s-app label stays unless set to null.
         "name: PLAYPEN_DNS_POD_LABELS\n              value: \"app=resolver,k8s-app=kube-dns,tier=a\"",
     ] {
@@ -189,5 +193,17 @@ fn a_values_typo_fails_with_the_key_name() -> anyhow::Result<()> {
     )?;
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("replicaCount > 1 needs leaderElection.enabled=true"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn the_values_schema_checks_host_rules_as_admission_does() -> anyhow::Result<()> {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{CHART}/values.schema.json"))?)?;
+    for list in ["allowHosts", "denyHosts"] {
+        let items = &schema["properties"]["network"]["properties"][list]["items"];
+        assert_eq!(items["pattern"], playpen_api::egress_hosts::HOST_RULE_PATTERN, "network.{list}");
+        assert_eq!(items["maxLength"], playpen_api::v1alpha1::MAX_HOST_RULE_LEN, "network.{list}");
+    }
     Ok(())
 }

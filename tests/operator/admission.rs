@@ -110,7 +110,32 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
         (
             "deny-all-with-list",
             json!({"image": "i", "network": {"egress": {"mode": "DenyAll", "allowCIDRs": ["10.0.0.0/8"]}}}),
-            "allowCIDRs and allowPeers cannot be used with mode DenyAll",
+            "allowCIDRs, allowPeers and allowHosts cannot be used with mode DenyAll",
+        ),
+        (
+            "deny-all-with-hosts",
+            json!({"image": "i", "network": {"egress": {"mode": "DenyAll", "allowHosts": ["example.com"]}}}),
+            "allowCIDRs, allowPeers and allowHosts cannot be used with mode DenyAll",
+        ),
+        (
+            "host-ip-literal",
+            json!({"image": "i", "network": {"egress": {"allowHosts": ["10.0.0.1"]}}}),
+            "spec.network.egress.allowHosts: every entry must be a lowercase DNS name",
+        ),
+        (
+            "host-upper-case",
+            json!({"image": "i", "network": {"egress": {"allowHosts": ["ok.test", "Example.com"]}}}),
+            "spec.network.egress.allowHosts: every entry must be a lowercase DNS name",
+        ),
+        (
+            "host-inner-wildcard",
+            json!({"image": "i", "network": {"egress": {"denyHosts": ["a.*.example.com"]}}}),
+            "spec.network.egress.denyHosts: every entry must be a lowercase DNS name",
+        ),
+        (
+            "host-port",
+            json!({"image": "i", "network": {"egress": {"denyHosts": ["example.com:65536"]}}}),
+            "spec.network.egress.denyHosts: every entry must be a lowercase DNS name",
         ),
         (
             "peer-namespace",
@@ -271,6 +296,26 @@ async fn browser_fields_are_immutable_and_policy_fields_are_not() -> anyhow::Res
         )
         .await?;
     assert_eq!(patched.spec.network.egress.mode, playpen_api::v1alpha1::EgressMode::DenyAll);
+    // Host rules too, and a deny-list is allowed with every mode.
+    let patched = api
+        .patch(
+            "s",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"network": {"egress": {"denyHosts": ["*.ads.example.com", "x.test:8443"]}}}}),
+            ),
+        )
+        .await?;
+    assert_eq!(patched.spec.network.egress.deny_hosts, ["*.ads.example.com", "x.test:8443"]);
+    let patched = api
+        .patch(
+            "s",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"network": {"egress": {"mode": "AllowListOnly",
+                "allowHosts": ["*.example.com", "sso.corp.test:443", "xn--bcher-kva.example"]}}}})),
+        )
+        .await?;
+    assert_eq!(patched.spec.network.egress.allow_hosts.len(), 3);
     assert_eq!(patched.spec.browser.snapshots.retention.max_count, 10);
     Ok(())
 }
@@ -325,6 +370,16 @@ async fn over_long_values_are_refused_with_the_field_path_and_the_limit() -> any
             "shm",
             json!({"image": "i", "pod": {"shmSize": long(65)}}),
             "spec.pod.shmSize: Too long: may not be more than 64 bytes",
+        ),
+        (
+            "hosts",
+            json!({"image": "i", "network": {"egress": {"allowHosts": vec!["a.test"; 65]}}}),
+            "spec.network.egress.allowHosts: Too many: 65: must have at most 64 items",
+        ),
+        (
+            "host",
+            json!({"image": "i", "network": {"egress": {"denyHosts": [format!("{}.test", long(250))]}}}),
+            "spec.network.egress.denyHosts[0]: Too long: may not be more than 253 bytes",
         ),
         (
             "env",

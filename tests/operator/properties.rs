@@ -117,6 +117,33 @@ fn agent() -> impl Strategy<Value = Value> {
     )
 }
 
+/// A host rule: mostly one admission takes, sometimes one it refuses
+/// (an IP literal, upper case, a wildcard inside, a bad port, any text).
+fn host_rule() -> BoxedStrategy<String> {
+    let label = "[a-z0-9]([a-z0-9-]{0,6}[a-z0-9])?";
+    prop_oneof![
+        8 => (prop::option::of(Just("*.")), prop::collection::vec(label, 0..3), "[a-z][a-z0-9]{0,5}", prop::option::of(0u32..70_000))
+            .prop_map(|(wild, labels, last, port)| {
+                let mut name = labels;
+                name.push(last);
+                let port = port.map(|p| format!(":{p}")).unwrap_or_default();
+                format!("{}{}{port}", wild.unwrap_or_default(), name.join("."))
+            }),
+        1 => prop::sample::select(vec!["10.0.0.1", "Example.com", "a.*.b.test", "[::1]", "a.test:080", "a..test", "a.test."])
+            .prop_map(str::to_owned),
+        1 => "[-a-zA-Z0-9.*:\\[\\]_]{0,12}",
+        1 => text(253),
+    ]
+    .boxed()
+}
+
+fn network() -> impl Strategy<Value = Value> {
+    let hosts = || prop::option::of(list(host_rule().prop_map(Value::String), 3));
+    (prop::sample::select(vec!["Internet", "AllowListOnly", "DenyAll"]), hosts(), hosts()).prop_map(|(mode, allow, deny)| {
+        json!({"egress": object(vec![("mode", Some(json!(mode))), ("allowHosts", allow), ("denyHosts", deny)])})
+    })
+}
+
 fn spec() -> impl Strategy<Value = Value> {
     let browser = (
         text(4096),
@@ -135,9 +162,13 @@ fn spec() -> impl Strategy<Value = Value> {
         prop::option::of(pod_settings()),
         prop::option::of(agent()),
         prop::option::of(list(text(253).prop_map(|n| json!({"name": n})), 3)),
+        prop::option::of(network()),
     );
     (browser, rest).prop_map(
-        |((image, pull, session, sandbox, launch, viewer, snaps), (auth, profile, idle, life, pod, agent, pulls))| {
+        |(
+            (image, pull, session, sandbox, launch, viewer, snaps),
+            (auth, profile, idle, life, pod, agent, pulls, network),
+        )| {
             object(vec![
                 ("image", Some(json!(image))),
                 ("imagePullPolicy", pull.map(|p| json!(p))),
@@ -153,6 +184,7 @@ fn spec() -> impl Strategy<Value = Value> {
                 ("pod", pod),
                 ("agent", agent),
                 ("imagePullSecrets", pulls),
+                ("network", network),
             ])
         },
     )
@@ -234,6 +266,16 @@ async fn every_admitted_spec_builds_children_the_api_server_accepts() -> anyhow:
                 if let Err(e) = applied.await {
                     findings.push(format!("case {case}: {e:#}: {body}"));
                 }
+                // What admission let through, the runtime can enforce.
+                let runtime: Result<playpen_api::runtime_config::RuntimeConfig, _> =
+                    serde_json::from_str(&children.runtime_config.data.clone().unwrap_or_default()["runtime.json"]);
+                match runtime.map(|r| r.egress_hosts.map(|h| h.parse())) {
+                    Ok(None | Some(Ok(_))) => {}
+                    Ok(Some(Err(e))) => {
+                        findings.push(format!("case {case}: admitted host rules the runtime refuses: {e}: {body}"))
+                    }
+                    Err(e) => findings.push(format!("case {case}: runtime.json unreadable: {e}: {body}")),
+                }
                 if !status_ok {
                     findings.push(format!("case {case}: status without its seven conditions: {body}"));
                 }
@@ -243,5 +285,42 @@ async fn every_admitted_spec_builds_children_the_api_server_accepts() -> anyhow:
     eprintln!("admission property: {cases} cases, {admitted} admitted, {refused} refused, {} findings", findings.len());
     assert!(findings.is_empty(), "{} finding(s):\n{}", findings.len(), findings.join("\n"));
     assert!(admitted > 0 && refused > 0, "the generator must reach both sides: {admitted} admitted, {refused} refused");
+    Ok(())
+}
+
+#[tokio::test]
+async fn host_rules_are_admitted_exactly_when_the_runtime_parses_them() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "hosts").await?;
+    let api: Api<BrowserSession> = Api::namespaced(client.clone(), &ns.name);
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(64) * 2;
+    let mut runner = TestRunner::new(Config { cases, ..Config::default() });
+    let strategy = host_rule();
+    let mut disagreements = Vec::new();
+    let (mut admitted, mut refused) = (0, 0);
+    for case in 0..cases {
+        let host = strategy.new_tree(&mut runner).map_err(|e| anyhow::anyhow!("{e}"))?.current();
+        let body =
+            session_json(&format!("h{case}"), json!({"image": "i", "network": {"egress": {"denyHosts": [host]}}}));
+        let bs: BrowserSession = serde_json::from_value(body)?;
+        let by_server = match api.create(&PostParams { dry_run: true, ..PostParams::default() }, &bs).await {
+            Ok(_) => true,
+            Err(kube::Error::Api(s)) if s.code == 422 => false,
+            Err(other) => anyhow::bail!("case {case}: {other}"),
+        };
+        let by_runtime = host.parse::<playpen_api::egress_hosts::HostRule>().is_ok();
+        if by_server {
+            admitted += 1
+        } else {
+            refused += 1
+        }
+        if by_server != by_runtime {
+            disagreements.push(format!("{host:?}: API server {by_server}, runtime {by_runtime}"));
+        }
+    }
+    eprintln!("host rules: {cases} cases, {admitted} admitted, {refused} refused");
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+    assert!(admitted > 0 && refused > 0, "{admitted} admitted, {refused} refused");
     Ok(())
 }

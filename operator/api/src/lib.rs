@@ -2,6 +2,8 @@
 //! rules, and the pure naming and socket-layout logic shared by the operator
 //! and the in-Pod session runtime. No I/O happens in this crate.
 
+pub mod cidr;
+pub mod egress_hosts;
 pub mod layout;
 pub mod naming;
 pub mod quantity;

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::v1alpha1::SandboxMode;
+use crate::cidr::{Cidr, CidrError};
+use crate::egress_hosts::{Floor, HostListError, HostRules};
+use crate::v1alpha1::{EgressMode, SandboxMode};
 
 /// Everything `playpen-session` needs to run one session. The operator
 /// writes it; the runtime re-reads it so the mutable policy fields
@@ -67,6 +69,53 @@ pub struct RuntimeConfig {
     /// (which turns this off) makes the runtime start the container afresh.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warm: bool,
+    /// Host-name egress rules, the session's and the chart's: the runtime
+    /// then runs its egress proxy and launches the browser through it.
+    /// Re-read while running, so a rule change needs no browser restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_hosts: Option<EgressHostsConfig>,
+}
+
+/// What the runtime's egress proxy enforces (docs/egress-hosts.md).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EgressHostsConfig {
+    /// What a host no rule names gets.
+    pub mode: EgressMode,
+    /// The effective `allowHosts`: the session's, then the chart's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_hosts: Vec<String>,
+    /// The effective `denyHosts`: the session's, then the chart's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny_hosts: Vec<String>,
+    /// `spec.network.egress.allowCIDRs`: addresses allowed even inside a denied range.
+    #[serde(default, rename = "allowCIDRs", skip_serializing_if = "Vec::is_empty")]
+    pub allow_cidrs: Vec<String>,
+    /// Every range no resolved address may be in (the special ranges, the
+    /// cluster's, the chart's `network.denyCIDRs`): the CIDR floor.
+    #[serde(rename = "deniedCIDRs")]
+    pub denied_cidrs: Vec<String>,
+}
+
+/// An [`EgressHostsConfig`] the runtime cannot enforce.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EgressConfigError {
+    /// A host rule.
+    #[error(transparent)]
+    Host(#[from] HostListError),
+    /// A CIDR of either list.
+    #[error("egressHosts: {0}")]
+    Cidr(#[from] CidrError),
+}
+
+impl EgressHostsConfig {
+    /// The parsed host rules and CIDR floor.
+    pub fn parse(&self) -> Result<(HostRules, Floor), EgressConfigError> {
+        let rules = HostRules::parse(self.mode, &self.allow_hosts, &self.deny_hosts)?;
+        let cidrs = |list: &[String]| list.iter().map(|c| c.parse::<Cidr>()).collect::<Result<Vec<_>, _>>();
+        let floor = Floor { denied: cidrs(&self.denied_cidrs)?, allowed: cidrs(&self.allow_cidrs)? };
+        Ok((rules, floor))
+    }
 }
 
 /// The reason a warm Pod's runtime reports when it exits because its
@@ -94,6 +143,12 @@ pub struct TerminationReport {
     pub message: String,
 }
 
+/// The reason the runtime reports when it exits because host rules now
+/// apply to a browser launched without its egress proxy (the proxy is a
+/// launch switch): not a failure of the session; the kubelet starts the
+/// container afresh, behind the proxy.
+pub const HOST_RULES_ADDED: &str = "HostRulesAdded";
+
 /// The reasons the runtime reports when it gives up (`Fatal::reason` in
 /// playpen-session). Each one is the session's own doing (its spec, its
 /// image, its volume), never a slow node, which the runtime waits out: a
@@ -110,6 +165,7 @@ pub const RUNTIME_FAILURE_REASONS: &[&str] = &[
     "SandboxRequiresNonRoot",
     "ViewerPortTaken",
     "CdpPortTaken",
+    "EgressProxyPortTaken",
     "ReadinessPortTaken",
     "RecordingUnavailable",
     "SnapshotVolumeFull",
@@ -163,6 +219,26 @@ mod tests {
         assert!(r.message.len() <= REPORT_MESSAGE_MAX_BYTES && r.message.ends_with('…'));
         let raw = TerminationReport::parse(&"\u{0}x".repeat(3000));
         assert!(raw.message.len() <= REPORT_MESSAGE_MAX_BYTES);
+    }
+
+    #[test]
+    fn egress_hosts_parse_into_rules_and_a_floor_or_name_what_is_wrong() {
+        let config = EgressHostsConfig {
+            mode: EgressMode::AllowListOnly,
+            allow_hosts: vec!["*.example.com".into()],
+            deny_hosts: vec!["ads.example.com".into()],
+            allow_cidrs: vec!["127.0.0.0/8".into()],
+            denied_cidrs: vec!["10.0.0.0/8".into(), "127.0.0.0/8".into()],
+        };
+        let text = serde_json::to_value(&config).unwrap();
+        assert_eq!(text["allowCIDRs"], serde_json::json!(["127.0.0.0/8"]));
+        assert_eq!(text["deniedCIDRs"][0], "10.0.0.0/8");
+        let (rules, floor) = config.parse().expect("parse");
+        assert_eq!((rules.allow.len(), rules.deny.len(), floor.denied.len(), floor.allowed.len()), (1, 1, 2, 1));
+        let bad_host = EgressHostsConfig { deny_hosts: vec!["10.0.0.1".into()], ..config.clone() };
+        assert!(bad_host.parse().unwrap_err().to_string().starts_with("denyHosts[0]"));
+        let bad_cidr = EgressHostsConfig { denied_cidrs: vec!["10.0.0.1/8".into()], ..config };
+        assert!(matches!(bad_cidr.parse(), Err(EgressConfigError::Cidr(_))));
     }
 
     #[test]

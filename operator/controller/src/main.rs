@@ -49,6 +49,12 @@ struct RunArgs {
     /// More CIDRs no session reaches by default, comma-separated.
     #[arg(long, env = "PLAYPEN_DENY_CIDRS", value_delimiter = ',', default_value = "")]
     deny_cidrs: Vec<String>,
+    /// Host rules (`*.example.com`, `sso.corp.test:443`) every session narrowed by host rules may reach, comma-separated.
+    #[arg(long, env = "PLAYPEN_ALLOW_HOSTS", value_delimiter = ',', default_value = "")]
+    allow_hosts: Vec<String>,
+    /// Host rules no session reaches, comma-separated; a deny wins over an allow.
+    #[arg(long, env = "PLAYPEN_DENY_HOSTS", value_delimiter = ',', default_value = "")]
+    deny_hosts: Vec<String>,
     /// Namespace of the cluster's DNS resolver Pods.
     #[arg(long, env = "PLAYPEN_DNS_NAMESPACE", default_value = "kube-system")]
     dns_namespace: String,
@@ -155,6 +161,10 @@ async fn main() -> anyhow::Result<()> {
     let egress = EgressDefaults {
         cluster_cidrs: cidrs(&args.cluster_cidrs).context("--cluster-cidrs (chart value network.clusterCIDRs)")?,
         deny_cidrs: cidrs(&args.deny_cidrs).context("--deny-cidrs (chart value network.denyCIDRs)")?,
+        allow_hosts: host_rules("allowHosts", &args.allow_hosts)
+            .context("--allow-hosts (chart value network.allowHosts)")?,
+        deny_hosts: host_rules("denyHosts", &args.deny_hosts)
+            .context("--deny-hosts (chart value network.denyHosts)")?,
         dns: DnsPeer {
             namespace: args.dns_namespace,
             pod_labels: labels(&args.dns_pod_labels).context("--dns-pod-labels (chart value network.dns.podLabels)")?,
@@ -206,6 +216,13 @@ async fn main() -> anyhow::Result<()> {
 
 fn cidrs(list: &[String]) -> anyhow::Result<Vec<Cidr>> {
     list.iter().filter(|c| !c.is_empty()).map(|c| c.parse::<Cidr>().map_err(anyhow::Error::from)).collect()
+}
+
+/// The non-empty entries of a host-rule list, checked as admission checks a session's.
+fn host_rules(field: &'static str, list: &[String]) -> anyhow::Result<Vec<String>> {
+    let list: Vec<String> = list.iter().filter(|h| !h.is_empty()).cloned().collect();
+    playpen_api::egress_hosts::parse_list(field, &list)?;
+    Ok(list)
 }
 
 fn labels(list: &[String]) -> anyhow::Result<std::collections::BTreeMap<String, String>> {

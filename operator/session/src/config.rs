@@ -84,6 +84,10 @@ pub struct Options {
     /// run side by side outside a Pod, as the tests do, each take their own).
     #[arg(long, global = true, env = "PLAYPEN_READINESS_ADDR")]
     pub readiness_addr: Option<SocketAddr>,
+    /// Where the egress proxy listens when host rules apply (default
+    /// 127.0.0.1 on the pinned port; runtimes side by side take their own).
+    #[arg(long, global = true, env = "PLAYPEN_EGRESS_PROXY_ADDR")]
+    pub egress_proxy_addr: Option<SocketAddr>,
 }
 
 /// When the viewer's dashboard (a Node process of about 138 MB) runs.
@@ -239,7 +243,18 @@ pub(crate) mod tests {
             record_video: false,
             record_trace: false,
             warm: false,
+            egress_hosts: None,
         }
+    }
+
+    #[test]
+    fn the_example_in_the_session_contract_loads_with_its_egress_hosts() {
+        let doc = include_str!("../../../docs/session-contract.md");
+        let example = doc.split("## runtime.json\n\n```json\n").nth(1).and_then(|rest| rest.split("```").next());
+        let config: RuntimeConfig = serde_json::from_str(example.expect("the example")).expect("the example parses");
+        assert_eq!(validate(&config), Ok(()));
+        let (rules, floor) = config.egress_hosts.expect("egressHosts").parse().expect("enforceable");
+        assert_eq!((rules.allow.len(), rules.deny.len(), floor.allowed.len(), floor.denied.len()), (2, 1, 1, 9));
     }
 
     #[test]

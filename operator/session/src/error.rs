@@ -103,6 +103,17 @@ pub enum Fatal {
         /// The bind error.
         source: std::io::Error,
     },
+    /// The egress proxy's port is held by something else.
+    #[error(
+        "the egress proxy's address {addr} is already in use ({source}): another process in the Pod (an agent \
+         sidecar?) holds it; host rules cannot be enforced without it, so free it"
+    )]
+    EgressProxyPortTaken {
+        /// The address bound.
+        addr: std::net::SocketAddr,
+        /// The bind error.
+        source: std::io::Error,
+    },
     /// The snapshot volume is full of files retention may not delete.
     #[error(
         "the snapshot volume {dir} is full: {used} bytes in use of {capacity} after retention (full at {full_at}); \
@@ -139,6 +150,7 @@ impl Fatal {
             Fatal::SandboxAsRoot { .. } => "SandboxRequiresNonRoot",
             Fatal::ViewerPortTaken { .. } => "ViewerPortTaken",
             Fatal::CdpPortTaken { .. } => "CdpPortTaken",
+            Fatal::EgressProxyPortTaken { .. } => "EgressProxyPortTaken",
             Fatal::ReadinessPortTaken { .. } => "ReadinessPortTaken",
             Fatal::RecordingUnavailable { .. } => "RecordingUnavailable",
             Fatal::SnapshotVolumeFull { .. } => "SnapshotVolumeFull",
@@ -177,6 +189,7 @@ mod tests {
             Fatal::SandboxAsRoot { detail: text() },
             Fatal::ViewerPortTaken { port: 1, source: io() },
             Fatal::CdpPortTaken { port: 1, source: io() },
+            Fatal::EgressProxyPortTaken { addr: "127.0.0.1:1".parse().unwrap(), source: io() },
             Fatal::ReadinessPortTaken { addr: "127.0.0.1:1".parse().unwrap(), source: io() },
             Fatal::RecordingUnavailable { what: "video", verb: text(), detail: text() },
             Fatal::SnapshotVolumeFull { dir: path, used: 1, full_at: 1, capacity: 1 },

@@ -191,6 +191,10 @@ pub struct AgentSidecar {
 pub const MAX_CIDR_LEN: u32 = 43;
 /// Most CIDRs in `spec.network.egress.allowCIDRs`.
 pub const MAX_ALLOW_CIDRS: u32 = 32;
+/// Most host rules in `spec.network.egress.allowHosts` (and in `denyHosts`).
+pub const MAX_HOST_RULES: u32 = 64;
+/// Longest host rule: a DNS name (a port, when given, counts too).
+pub const MAX_HOST_RULE_LEN: u32 = 253;
 /// Most peers in `spec.network.egress.allowPeers`.
 pub const MAX_ALLOW_PEERS: u32 = 16;
 /// Most labels a peer selector may require.
@@ -235,7 +239,7 @@ impl EgressMode {
 /// Egress of the browser Pod.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("self.mode != 'DenyAll' || (!has(self.allowCIDRs) && !has(self.allowPeers))").message("spec.network.egress: allowCIDRs and allowPeers cannot be used with mode DenyAll; use mode AllowListOnly to reach only the listed destinations"))]
+#[x_kube(validation = Rule::new("self.mode != 'DenyAll' || (!has(self.allowCIDRs) && !has(self.allowPeers) && !has(self.allowHosts))").message("spec.network.egress: allowCIDRs, allowPeers and allowHosts cannot be used with mode DenyAll; use mode AllowListOnly to reach only the listed destinations"))]
 pub struct Egress {
     /// `Internet` (default), `AllowListOnly` or `DenyAll`.
     #[serde(default)]
@@ -250,6 +254,18 @@ pub struct Egress {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = MAX_ALLOW_PEERS))]
     pub allow_peers: Vec<EgressPeer>,
+    /// Hosts the browser may reach, by name (`*.example.com`,
+    /// `sso.corp.test:443`). Set, or with `denyHosts` set, the browser goes
+    /// through the session runtime's proxy, which checks every request's host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_HOST_RULES), inner(length(max = MAX_HOST_RULE_LEN)))]
+    #[x_kube(validation = Rule::new(crate::egress_hosts::host_list_rule()).message("spec.network.egress.allowHosts: every entry must be a lowercase DNS name (punycode for non-ASCII), `*.` only as the first label, an optional :port from 1 to 65535, and no IP literal (allow-list addresses with allowCIDRs)"))]
+    pub allow_hosts: Vec<String>,
+    /// Hosts the browser may not reach, with any mode; a deny wins over an allow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_HOST_RULES), inner(length(max = MAX_HOST_RULE_LEN)))]
+    #[x_kube(validation = Rule::new(crate::egress_hosts::host_list_rule()).message("spec.network.egress.denyHosts: every entry must be a lowercase DNS name (punycode for non-ASCII), `*.` only as the first label, an optional :port from 1 to 65535, and no IP literal (deny addresses with the chart's network.denyCIDRs)"))]
+    pub deny_hosts: Vec<String>,
 }
 
 /// In-cluster Pods the browser may reach.

@@ -2,6 +2,8 @@
 //! objects out. Nothing here touches the network, so every field is
 //! unit-tested without a cluster.
 
+mod egress_defaults;
+mod egress_hosts;
 mod labels;
 mod launch;
 mod network;
@@ -24,6 +26,7 @@ use playpen_api::BrowserSession;
 
 use crate::error::{Error, Result};
 
+pub use egress_hosts::egress_hosts_config;
 pub use labels::{child_labels, managed_selector, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
 pub use launch::launch_config_json;
 pub use network::{
@@ -126,7 +129,7 @@ pub struct Children {
 pub fn build(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Result<Children> {
     Ok(Children {
         launch_secret: launch::launch_secret(bs, id)?,
-        runtime_config: runtime::runtime_config_map(bs, id)?,
+        runtime_config: runtime::runtime_config_map(bs, id, &settings.egress)?,
         snapshot_claim: storage::snapshot_claim(bs, id),
         pod: pod::pod(bs, id, settings),
         viewer_service: network::viewer_service(bs, id),

@@ -13,9 +13,6 @@
 //! browser reaches.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::net::IpAddr;
-use std::str::FromStr;
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
@@ -23,6 +20,9 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+pub use playpen_api::cidr::{Cidr, CidrError, SPECIAL_RANGES};
+
+pub use super::egress_defaults::{DnsPeer, EgressDefaults};
 use playpen_api::naming::MANAGER;
 use playpen_api::v1alpha1::{Egress, EgressMode, EgressPeer};
 use playpen_api::{BrowserSession, BrowserSessionSpec};
@@ -71,170 +71,8 @@ pub fn viewer_service(bs: &BrowserSession, id: &Identity) -> Option<Service> {
     })
 }
 
-/// Ranges no session reaches by default: private (RFC 1918), shared address
-/// space (RFC 6598), loopback, link-local (cloud metadata lives at
-/// 169.254.169.254), IPv6 unique-local, link-local and loopback.
-pub const SPECIAL_RANGES: [&str; 9] = [
-    "10.0.0.0/8",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-    "100.64.0.0/10",
-    "127.0.0.0/8",
-    "169.254.0.0/16",
-    "fc00::/7",
-    "fe80::/10",
-    "::1/128",
-];
-
 /// The label every namespace carries with its own name (Kubernetes ≥ 1.22).
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
-
-/// A canonical CIDR (no address bits set beyond the prefix).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Cidr {
-    addr: IpAddr,
-    prefix: u8,
-}
-
-/// Why a CIDR was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CidrError {
-    /// Not `<address>/<prefix>`.
-    #[error("{0:?} is not a CIDR: write <address>/<prefix>, for example 10.96.0.0/12")]
-    Syntax(String),
-    /// The prefix is longer than the address.
-    #[error("{0:?}: the prefix must be at most 32 for IPv4 and 128 for IPv6")]
-    Prefix(String),
-    /// Bits beyond the prefix are set.
-    #[error("{given:?} has address bits beyond its prefix: write {canonical}")]
-    NotCanonical {
-        /// As written.
-        given: String,
-        /// What was meant.
-        canonical: String,
-    },
-}
-
-impl Cidr {
-    fn bits(self) -> u8 {
-        if self.addr.is_ipv4() {
-            32
-        } else {
-            128
-        }
-    }
-
-    fn as_u128(addr: IpAddr) -> u128 {
-        match addr {
-            IpAddr::V4(a) => u128::from(u32::from(a)),
-            IpAddr::V6(a) => u128::from(a),
-        }
-    }
-
-    fn mask(bits: u8, prefix: u8) -> u128 {
-        let host = u32::from(bits - prefix);
-        let all = if bits == 32 { u128::from(u32::MAX) } else { u128::MAX };
-        all.checked_shl(host).unwrap_or(0) & all
-    }
-
-    /// IPv4.
-    pub fn is_ipv4(self) -> bool {
-        self.addr.is_ipv4()
-    }
-
-    /// Every address of `other` is in `self`.
-    pub fn contains(self, other: Cidr) -> bool {
-        self.is_ipv4() == other.is_ipv4()
-            && self.prefix <= other.prefix
-            && Self::as_u128(other.addr) & Self::mask(self.bits(), self.prefix) == Self::as_u128(self.addr)
-    }
-
-    /// The whole address family (0.0.0.0/0 or ::/0).
-    pub fn everything(v4: bool) -> Self {
-        let addr = if v4 { IpAddr::from([0u8; 4]) } else { IpAddr::from([0u8; 16]) };
-        Self { addr, prefix: 0 }
-    }
-}
-
-impl FromStr for Cidr {
-    type Err = CidrError;
-
-    fn from_str(text: &str) -> Result<Self, CidrError> {
-        let syntax = || CidrError::Syntax(text.to_owned());
-        let (addr, prefix) = text.split_once('/').ok_or_else(syntax)?;
-        let addr: IpAddr = addr.parse().map_err(|_| syntax())?;
-        let prefix: u8 = prefix.parse().map_err(|_| syntax())?;
-        let bits = if addr.is_ipv4() { 32 } else { 128 };
-        if prefix > bits {
-            return Err(CidrError::Prefix(text.to_owned()));
-        }
-        let masked = Self::as_u128(addr) & Self::mask(bits, prefix);
-        let masked = match addr {
-            IpAddr::V4(_) => IpAddr::from((masked as u32).to_be_bytes()),
-            IpAddr::V6(_) => IpAddr::from(masked.to_be_bytes()),
-        };
-        let cidr = Self { addr: masked, prefix };
-        if cidr.to_string() != text {
-            return Err(CidrError::NotCanonical { given: text.to_owned(), canonical: cidr.to_string() });
-        }
-        Ok(cidr)
-    }
-}
-
-impl fmt::Display for Cidr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
-    }
-}
-
-/// Where the cluster's DNS resolver runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DnsPeer {
-    /// Namespace of the resolver Pods.
-    pub namespace: String,
-    /// Labels of the resolver Pods.
-    pub pod_labels: BTreeMap<String, String>,
-    /// Resolvers outside the Pod network (node-local caches, the node's resolver).
-    pub cidrs: Vec<Cidr>,
-}
-
-impl Default for DnsPeer {
-    fn default() -> Self {
-        Self {
-            namespace: "kube-system".into(),
-            pod_labels: BTreeMap::from([("k8s-app".to_owned(), "kube-dns".to_owned())]),
-            cidrs: Vec::new(),
-        }
-    }
-}
-
-/// Cluster-wide egress settings (chart values `network.*`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EgressDefaults {
-    /// The cluster's Pod and Service ranges, denied like the special ranges.
-    pub cluster_cidrs: Vec<Cidr>,
-    /// More ranges to deny to every session.
-    pub deny_cidrs: Vec<Cidr>,
-    /// The cluster's resolver.
-    pub dns: DnsPeer,
-}
-
-impl EgressDefaults {
-    /// Every denied range of one family, minus those another one covers, sorted.
-    pub fn denied(&self, v4: bool) -> Vec<Cidr> {
-        let special = SPECIAL_RANGES.iter().map(|c| c.parse::<Cidr>().expect("constant CIDR"));
-        let all: Vec<Cidr> = special
-            .chain(self.cluster_cidrs.iter().copied())
-            .chain(self.deny_cidrs.iter().copied())
-            .filter(|c| c.is_ipv4() == v4)
-            .collect();
-        let mut kept: Vec<Cidr> =
-            all.iter().copied().filter(|c| !all.iter().any(|o| o != c && o.contains(*c))).collect();
-        kept.sort();
-        kept.dedup();
-        kept
-    }
-}
 
 /// The egress rules of `egress`; `None` denies all egress.
 pub fn egress_rules(
@@ -246,7 +84,11 @@ pub fn egress_rules(
         return Ok(None);
     }
     rules.push(dns_rule(&defaults.dns));
-    if egress.mode == EgressMode::Internet {
+    // The hosts of `allowHosts` live at public addresses no CIDR list can
+    // name: with them the Pod may reach the internet minus the denied
+    // ranges, and the runtime's proxy narrows the browser to those hosts.
+    let proxied_hosts = !super::egress_hosts::effective_allow_hosts(egress, defaults).is_empty();
+    if egress.mode == EgressMode::Internet || proxied_hosts {
         for v4 in [true, false] {
             let except = defaults.denied(v4);
             let everything = Cidr::everything(v4);
@@ -322,7 +164,8 @@ pub fn egress_summary(egress: &Egress, defaults: &EgressDefaults) -> String {
     if !dns.cidrs.is_empty() {
         parts.push(format!("DNS to {}", join(&dns.cidrs)));
     }
-    if egress.mode == EgressMode::Internet {
+    let proxied_hosts = !super::egress_hosts::effective_allow_hosts(egress, defaults).is_empty();
+    if egress.mode == EgressMode::Internet || proxied_hosts {
         let denied: Vec<Cidr> = defaults.denied(true).into_iter().chain(defaults.denied(false)).collect();
         parts.push(format!("the internet except {}", join(&denied)));
     }
@@ -335,6 +178,7 @@ pub fn egress_summary(egress: &Egress, defaults: &EgressDefaults) -> String {
         let ns = p.namespace.as_deref().map_or("the session's namespace".to_owned(), |n| format!("namespace {n}"));
         parts.push(format!("{pods} in {ns}"));
     }
+    parts.extend(super::egress_hosts::host_rules_summary(egress, defaults));
     format!("egress to {}; ingress denied", parts.join("; "))
 }
 
@@ -466,6 +310,7 @@ mod tests {
             cluster_cidrs: vec![cidr("10.244.0.0/16"), cidr("192.0.2.0/24"), cidr("fd00:10::/64")],
             deny_cidrs: vec![cidr("198.51.100.0/24"), cidr("2001:db8::/32")],
             dns: DnsPeer::default(),
+            ..EgressDefaults::default()
         };
         let r = rules(json!({}), &defaults).expect("some egress");
         assert_eq!(r.len(), 3);
@@ -561,6 +406,25 @@ mod tests {
         assert_eq!(ns(&to[3]), None, "no namespace: the session's own");
         assert_eq!(pods(&to[3]).flatten().map(|l| l.len()), Some(2));
         assert_eq!(pods(&to[4]), Some(None), "no labels: every Pod of the namespace");
+    }
+
+    #[test]
+    fn allowed_hosts_open_the_internet_minus_the_denied_ranges_to_the_proxy() {
+        let listed = json!({"mode": "AllowListOnly", "allowHosts": ["*.example.com"]});
+        let r = rules(listed.clone(), &EgressDefaults::default()).expect("egress");
+        assert_eq!(r.len(), 3, "DNS and the internet of both families, as in Internet mode");
+        assert_eq!(blocks(&r[1])[0].0, "0.0.0.0/0");
+        assert!(blocks(&r[1])[0].1.contains(&"169.254.0.0/16".to_owned()));
+        let chart = EgressDefaults { allow_hosts: vec!["sso.test".into()], ..EgressDefaults::default() };
+        assert_eq!(rules(json!({"mode": "AllowListOnly"}), &chart).expect("egress").len(), 3);
+        let denied_only = json!({"mode": "AllowListOnly", "denyHosts": ["a.test"]});
+        assert_eq!(rules(denied_only, &EgressDefaults::default()).expect("egress").len(), 1, "DNS only");
+        let summary = egress_summary(&egress(listed), &EgressDefaults::default());
+        assert!(summary.contains("the internet except 10.0.0.0/8"), "{summary}");
+        assert!(
+            summary.ends_with("hosts through the session runtime's proxy: allow *.example.com; ingress denied"),
+            "{summary}"
+        );
     }
 
     #[test]

@@ -12,6 +12,8 @@ use playpen_api::runtime_config::RuntimeConfig;
 use playpen_api::v1alpha1::DEFAULT_SNAPSHOT_SIZE_LIMIT;
 use playpen_api::BrowserSession;
 
+use super::egress_defaults::EgressDefaults;
+use super::egress_hosts::egress_hosts_config;
 use super::{labels::child_meta, Identity};
 use crate::error::{Error, Result};
 
@@ -28,8 +30,8 @@ pub fn launch_config_path(bs: &BrowserSession) -> String {
     format!("{LAUNCH_CONFIG_DIR}/{key}")
 }
 
-/// The runtime configuration of `bs`.
-pub fn runtime_config(bs: &BrowserSession, id: &Identity) -> RuntimeConfig {
+/// The runtime configuration of `bs` under the chart's egress settings.
+pub fn runtime_config(bs: &BrowserSession, id: &Identity, egress: &EgressDefaults) -> RuntimeConfig {
     let spec = &bs.spec;
     RuntimeConfig {
         session_name: id.session_name.clone(),
@@ -57,6 +59,7 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity) -> RuntimeConfig {
         record_video: spec.recording.video,
         record_trace: spec.recording.trace,
         warm: false,
+        egress_hosts: egress_hosts_config(&spec.network.egress, egress),
     }
 }
 
@@ -77,13 +80,13 @@ fn snapshot_volume_bytes(bs: &BrowserSession) -> Option<u64> {
 }
 
 /// The runtime ConfigMap of `bs`.
-pub fn runtime_config_map(bs: &BrowserSession, id: &Identity) -> Result<ConfigMap> {
-    config_map_of(&runtime_config(bs, id), id)
+pub fn runtime_config_map(bs: &BrowserSession, id: &Identity, egress: &EgressDefaults) -> Result<ConfigMap> {
+    config_map_of(&runtime_config(bs, id, egress), id)
 }
 
 /// The runtime ConfigMap of a warm Pod's browser (`warm`: no session's yet).
-pub fn warm_runtime_config_map(bs: &BrowserSession, id: &Identity) -> Result<ConfigMap> {
-    config_map_of(&RuntimeConfig { warm: true, ..runtime_config(bs, id) }, id)
+pub fn warm_runtime_config_map(bs: &BrowserSession, id: &Identity, egress: &EgressDefaults) -> Result<ConfigMap> {
+    config_map_of(&RuntimeConfig { warm: true, ..runtime_config(bs, id, egress) }, id)
 }
 
 fn config_map_of(config: &RuntimeConfig, id: &Identity) -> Result<ConfigMap> {

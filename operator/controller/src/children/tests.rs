@@ -255,7 +255,7 @@ fn viewer_service_pins_port_and_disabled_viewer_has_none() {
     assert!(c.viewer_service.is_none());
     let names: Vec<_> = browser(&c.pod).ports.iter().flatten().filter_map(|p| p.name.clone()).collect();
     assert_eq!(names, ["readiness"], "only the kubelet's");
-    assert_eq!(runtime_config(&off, &Identity::of(&off).expect("id")).viewer_port, None);
+    assert_eq!(runtime_config(&off, &Identity::of(&off).expect("id"), &EgressDefaults::default()).viewer_port, None);
 }
 
 #[test]
@@ -263,7 +263,10 @@ fn cdp_is_off_by_default_and_when_on_is_pinned_on_container_service_and_runtime(
     let plain = build(&minimal());
     let names: Vec<_> = browser(&plain.pod).ports.iter().flatten().filter_map(|p| p.name.clone()).collect();
     assert_eq!(names, ["viewer", "readiness"], "no CDP port unless asked for");
-    assert_eq!(runtime_config(&minimal(), &Identity::of(&minimal()).expect("id")).cdp_port, None);
+    assert_eq!(
+        runtime_config(&minimal(), &Identity::of(&minimal()).expect("id"), &EgressDefaults::default()).cdp_port,
+        None
+    );
 
     let bs = session(json!({"image": "i", "cdp": {"enabled": true, "port": 9333}}));
     let c = build(&bs);
@@ -283,11 +286,11 @@ fn cdp_is_off_by_default_and_when_on_is_pinned_on_container_service_and_runtime(
         .map(|p| (p.name.unwrap_or_default(), p.port))
         .collect();
     assert_eq!(service_ports, ports[..2], "port-forward svc/<name>-view reaches both, and not the readiness port");
-    assert_eq!(runtime_config(&bs, &Identity::of(&bs).expect("id")).cdp_port, Some(9333));
-    let rc = runtime_config(&bs, &Identity::of(&bs).expect("id"));
+    assert_eq!(runtime_config(&bs, &Identity::of(&bs).expect("id"), &EgressDefaults::default()).cdp_port, Some(9333));
+    let rc = runtime_config(&bs, &Identity::of(&bs).expect("id"), &EgressDefaults::default());
     assert!(!rc.record_video && !rc.record_trace, "nothing is recorded unless asked for");
     let recorded = session(json!({"image": "i", "recording": {"video": true, "trace": true}}));
-    let rc = runtime_config(&recorded, &Identity::of(&recorded).expect("id"));
+    let rc = runtime_config(&recorded, &Identity::of(&recorded).expect("id"), &EgressDefaults::default());
     assert!(rc.record_video && rc.record_trace);
 
     // CDP alone still gets the Service, with only its port.
@@ -314,7 +317,7 @@ fn runtime_config_carries_policy_and_paths() {
         "snapshots": {"retention": {"maxAgeSeconds": 60, "maxCount": 7}},
         "authState": {"secretRef": {"name": "login"}}}));
     let id = Identity::of(&bs).expect("id");
-    let rc = runtime_config(&bs, &id);
+    let rc = runtime_config(&bs, &id, &EgressDefaults::default());
     assert_eq!(rc.session_name, "demo");
     assert_eq!(rc.viewer_port, Some(9323));
     assert_eq!(rc.snapshot_max_age_seconds, 60);
@@ -330,11 +333,39 @@ fn runtime_config_carries_policy_and_paths() {
 }
 
 #[test]
+fn host_rules_reach_runtime_json_with_the_charts_and_the_floor() {
+    let bs = session(json!({"image": "i", "network": {"egress": {"mode": "AllowListOnly",
+        "allowHosts": ["*.example.com"], "denyHosts": ["ads.example.com"]}}}));
+    let settings = Settings {
+        egress: EgressDefaults {
+            deny_hosts: vec!["tracker.test".into()],
+            cluster_cidrs: vec!["10.96.0.0/12".parse().expect("cidr")],
+            ..EgressDefaults::default()
+        },
+        ..Settings::default()
+    };
+    let built = super::build(&bs, &Identity::of(&bs).expect("id"), &settings).expect("build");
+    let text = &built.runtime_config.data.expect("data")["runtime.json"];
+    let parsed: playpen_api::runtime_config::RuntimeConfig = serde_json::from_str(text).expect("parse");
+    let hosts = parsed.egress_hosts.expect("egressHosts");
+    assert_eq!(hosts.allow_hosts, ["*.example.com"]);
+    assert_eq!(hosts.deny_hosts, ["ads.example.com", "tracker.test"]);
+    assert!(hosts.denied_cidrs.contains(&"169.254.0.0/16".to_owned()));
+    assert!(!hosts.denied_cidrs.contains(&"10.96.0.0/12".to_owned()), "inside 10.0.0.0/8, so left out as covered");
+    let plain = session(json!({"image": "i"}));
+    let built = super::build(&plain, &Identity::of(&plain).expect("id"), &Settings::default()).expect("build");
+    assert!(
+        !built.runtime_config.data.expect("data")["runtime.json"].contains("egressHosts"),
+        "no host rules, no proxy"
+    );
+}
+
+#[test]
 fn runtime_config_states_the_snapshot_volume_size_and_when_the_session_started() {
     let sized = |snapshots: serde_json::Value| {
         let mut bs = session(json!({"image": "i", "snapshots": snapshots}));
         bs.metadata.creation_timestamp = Some(Time("2026-12-01T08:00:00Z".parse().expect("ts")));
-        runtime_config(&bs, &Identity::of(&bs).expect("id"))
+        runtime_config(&bs, &Identity::of(&bs).expect("id"), &EgressDefaults::default())
     };
     let default = sized(json!({}));
     assert_eq!(default.snapshot_volume_bytes, Some(1 << 30), "the default emptyDir limit, 1Gi");

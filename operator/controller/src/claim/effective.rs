@@ -22,6 +22,14 @@ pub fn cold_start_reason(session: &BrowserSessionSpec) -> Option<String> {
         ("spec.profile", "is the browser's user data directory", session.profile.is_some()),
         ("spec.recording", "starts with the browser", session.recording.video || session.recording.trace),
         ("spec.agent", "is a container of the browser's Pod", session.agent.is_some()),
+        // A warm browser is launched for the pool's (DenyAll) egress, through
+        // the proxy only when the chart's denyHosts apply: a session's own
+        // host rules need a browser launched through it.
+        (
+            "spec.network.egress host rules",
+            "need the browser launched through its egress proxy",
+            !session.network.egress.allow_hosts.is_empty() || !session.network.egress.deny_hosts.is_empty(),
+        ),
     ];
     let first = needs.into_iter().find(|(_, _, set)| *set)?;
     Some(format!("{} {}: a warm browser cannot take it, so this session started cold", first.0, first.1))
@@ -74,5 +82,8 @@ mod tests {
         s.auth_state = None;
         s.recording = Recording { video: false, trace: true };
         assert!(cold_start_reason(&s).unwrap().starts_with("spec.recording"));
+        s.recording = Recording::default();
+        s.network.egress.deny_hosts = vec!["ads.test".into()];
+        assert!(cold_start_reason(&s).unwrap().starts_with("spec.network.egress host rules"));
     }
 }

@@ -131,7 +131,7 @@ pub fn warm_children(
     };
     let mut launch_secret = built.launch_secret;
     // Not the session builders' own: this one says the browser is warm.
-    let mut runtime_config = children::warm_runtime_config_map(&bs, &id)?;
+    let mut runtime_config = children::warm_runtime_config_map(&bs, &id, &settings.egress)?;
     let mut pod = built.pod;
     if let Some(secret) = launch_secret.as_mut() {
         mark(&mut secret.metadata);

@@ -20,7 +20,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use playpen_api::runtime_config::WARM_BROWSER_TOUCHED;
+use playpen_api::runtime_config::{HOST_RULES_ADDED, WARM_BROWSER_TOUCHED};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, watch};
 
@@ -30,9 +30,9 @@ use crate::error::{exit, Fatal};
 use browser::daemon::{daemon_args, AuthLoad, DaemonPlan, DaemonState};
 use browser::{auth, launch_defaults, prepare, profile, recording, shutdown};
 use expose::relay::{self, Waits};
-use expose::{cdp, dashboard, health};
+use expose::{cdp, dashboard, egress_proxy, health};
 use policy::retention;
-use policy::{idle, lifetime, pristine};
+use policy::{host_rules_added, idle, lifetime, pristine};
 use process::reaper::{self, Managed};
 use process::report::Reporter;
 use process::supervisor::ChildSpec;
@@ -59,6 +59,13 @@ pub async fn run(opts: Options) -> i32 {
             reporter.write(WARM_BROWSER_TOUCHED, &message);
             exit::FATAL
         }
+        Ok(Ended::Relaunch) => {
+            let message = "host rules now apply to this session's egress, and the browser was launched without \
+                           its egress proxy: the container starts afresh, behind the proxy";
+            tracing::warn!(reason = HOST_RULES_ADDED, "{message}");
+            reporter.write(HOST_RULES_ADDED, message);
+            exit::FATAL
+        }
         Err(fatal) => {
             tracing::error!(reason = fatal.reason(), "{fatal}");
             reporter.write(fatal.reason(), &fatal.to_string());
@@ -74,6 +81,9 @@ enum Ended {
     /// A warm browser was used before its claim ([`pristine`]): the
     /// container must start afresh.
     Discarded(String),
+    /// Host rules were added to a browser launched without the egress
+    /// proxy ([`policy::host_rules_added`]): the container must start afresh.
+    Relaunch,
 }
 
 async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
@@ -127,6 +137,29 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
             .map_err(|message| Fatal::Config { path: config.launch_config.clone().into(), message })?;
         config.launch_config = derived.config.display().to_string();
         user_data_dir = Some(derived.user_data_dir);
+    }
+    // Host rules: the proxy is bound before the browser starts and the
+    // browser is launched through it; without them nothing changes.
+    let egress = match egress_proxy::live_of(&config) {
+        Some(live) => {
+            let live = live.map_err(|e| Fatal::Config { path: opts.config.clone().into(), message: e.to_string() })?;
+            let addr = egress_proxy::address(opts.egress_proxy_addr);
+            let bound = egress_proxy::bind(addr).map_err(|source| Fatal::EgressProxyPortTaken { addr, source })?;
+            let port = bound.local_addr().map_err(|source| Fatal::EgressProxyPortTaken { addr, source })?.port();
+            let derived = egress_proxy::launch::write(Path::new(&config.launch_config), &std::env::temp_dir(), port)
+                .map_err(|message| Fatal::Config { path: config.launch_config.clone().into(), message })?;
+            tracing::info!(port, "host rules apply: the browser goes through the egress proxy");
+            config.launch_config = derived.display().to_string();
+            Some((bound, live))
+        }
+        None => None,
+    };
+    let proxied = egress.is_some();
+    if let Some((bound, live)) = egress {
+        let (tell, live) = watch::channel(Arc::new(live));
+        let log = Arc::new(egress_proxy::log_for(Path::new(&config.output_dir)));
+        tokio::spawn(egress_proxy::serve(bound, live, log, egress_proxy::LIMITS));
+        tokio::spawn(egress_proxy::follow(opts.config.clone().into(), tell, opts.retention_interval()));
     }
     let config = &config;
     let env = child_env(config, &prepared.home, |name| std::env::var(name).ok());
@@ -225,7 +258,14 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     let idle = idle::session_idle_reached(config, opts, state_rx.clone(), viewers);
 
     let lifetime = lifetime::lifetime_reached(opts.config.clone().into(), config.clone(), opts.retention_interval());
+    let rules_added = async {
+        match proxied {
+            true => std::future::pending().await,
+            false => host_rules_added::host_rules_added(opts.config.clone().into(), opts.retention_interval()).await,
+        }
+    };
     let mut discarded = None;
+    let mut relaunch = false;
     let fatal = tokio::select! {
         joined = &mut daemon_task => match joined {
             Ok(Ok(())) => { tracing::info!("the session ended"); None }
@@ -244,6 +284,7 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
             None
         }
         found = guard => { discarded = Some(found); None }
+        () = rules_added => { relaunch = true; None }
     };
     shutdown::graceful(&close_spec, recorder.as_ref(), opts.grace(), &managed, &stop_tx, state_rx).await;
     if let Some(task) = dashboard_task {
@@ -252,6 +293,7 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     match (fatal, discarded) {
         (Some(fatal), _) => Err(fatal),
         (None, Some(found)) => Ok(Ended::Discarded(found)),
+        (None, None) if relaunch => Ok(Ended::Relaunch),
         (None, None) => Ok(Ended::Closed),
     }
 }

@@ -7,6 +7,7 @@
 
 pub(crate) mod cdp;
 pub(crate) mod dashboard;
+pub(crate) mod egress_proxy;
 pub(crate) mod health;
 pub mod relay;
 

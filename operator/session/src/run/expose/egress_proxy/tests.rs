@@ -1,0 +1,143 @@
+//! The proxy end to end in one process: a fixture server on loopback, the
+//! proxy with a floor that leaves loopback open, raw HTTP as a browser sends it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use playpen_api::egress_hosts::{Floor, HostRules};
+use playpen_api::v1alpha1::EgressMode;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use super::*;
+
+/// A server answering every request with `hello from <port>` and closing.
+async fn fixture() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let body = format!("hello from {port}");
+                let reply =
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+                let _ = s.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+struct Proxy {
+    port: u16,
+    tell: watch::Sender<Arc<Live>>,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn live(allow: &[String], deny: &[String]) -> Live {
+    Live {
+        policy: Policy {
+            rules: HostRules::parse(EgressMode::AllowListOnly, allow, deny).expect("rules"),
+            floor: Floor { denied: vec!["10.0.0.0/8".parse().expect("cidr")], allowed: vec![] },
+        },
+        logged: true,
+    }
+}
+
+async fn proxy(allow: &[String], deny: &[String], limits: Limits) -> Proxy {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listener = bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (tell, rx) = watch::channel(Arc::new(live(allow, deny)));
+    let log = Arc::new(log_for(dir.path()));
+    tokio::spawn(serve(listener, rx, log, limits));
+    Proxy { port, tell, log: dir.path().join("recordings/egress.jsonl"), _dir: dir }
+}
+
+async fn exchange(port: u16, request: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    s.write_all(request.as_bytes()).await.expect("write");
+    let mut out = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out)).await;
+    out
+}
+
+fn records(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).expect("json")).collect()
+}
+
+#[tokio::test]
+async fn an_allowed_host_is_forwarded_and_a_refused_one_gets_403_and_both_are_logged() {
+    let (a, b) = (fixture().await, fixture().await);
+    let p = proxy(&[format!("localhost:{a}")], &[], LIMITS).await;
+    let ok = exchange(p.port, &format!("GET http://localhost:{a}/x HTTP/1.1\r\nHost: localhost:{a}\r\n\r\n")).await;
+    assert!(ok.starts_with("HTTP/1.1 200 OK") && ok.ends_with(&format!("hello from {a}")), "{ok}");
+    let no = exchange(p.port, &format!("GET http://localhost:{b}/ HTTP/1.1\r\nHost: localhost:{b}\r\n\r\n")).await;
+    assert!(no.starts_with("HTTP/1.1 403 Forbidden"), "{no}");
+    assert!(no.contains(&format!("localhost:{b} refused (mode AllowListOnly)")), "{no}");
+    assert!(!no.contains("hello"));
+    let log = records(&p.log);
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!((log[0]["verdict"].as_str(), log[0]["rule"].as_str()), (Some("allowed"), Some("allowHosts[0]")));
+    assert!(log[0]["received"].as_u64() > Some(10) && log[0]["address"] == "127.0.0.1");
+    assert_eq!((log[1]["verdict"].as_str(), log[1]["port"].as_u64()), (Some("refused"), Some(u64::from(b))));
+}
+
+#[tokio::test]
+async fn a_connect_tunnel_relays_bytes_both_ways() {
+    let a = fixture().await;
+    let p = proxy(&[format!("localhost:{a}")], &[], LIMITS).await;
+    let got = exchange(
+        p.port,
+        &format!("CONNECT localhost:{a} HTTP/1.1\r\nHost: localhost:{a}\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 200 Connection Established\r\n\r\nHTTP/1.1 200 OK"), "{got}");
+    assert!(got.ends_with(&format!("hello from {a}")));
+}
+
+#[tokio::test]
+async fn a_host_header_naming_another_host_is_a_bad_request_and_nothing_is_logged() {
+    let a = fixture().await;
+    let p = proxy(&[format!("localhost:{a}")], &[], LIMITS).await;
+    let got = exchange(p.port, &format!("GET http://localhost:{a}/ HTTP/1.1\r\nHost: evil.test\r\n\r\n")).await;
+    assert!(got.starts_with("HTTP/1.1 400 Bad Request"), "{got}");
+    let huge = format!("GET http://localhost:{a}/ HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000));
+    assert!(exchange(p.port, &huge).await.starts_with("HTTP/1.1 400"), "an oversized head is refused");
+    assert!(records(&p.log).is_empty());
+}
+
+#[tokio::test]
+async fn a_rule_change_applies_to_the_next_connection() {
+    let a = fixture().await;
+    let p = proxy(&[format!("localhost:{a}")], &[], LIMITS).await;
+    let request = format!("GET http://localhost:{a}/ HTTP/1.1\r\nHost: localhost:{a}\r\n\r\n");
+    assert!(exchange(p.port, &request).await.starts_with("HTTP/1.1 200"));
+    p.tell.send_replace(Arc::new(live(&[format!("localhost:{a}")], &["localhost".into()])));
+    // "localhost" without a port denies 80 and 443 only: still allowed.
+    assert!(exchange(p.port, &request).await.starts_with("HTTP/1.1 200"));
+    p.tell.send_replace(Arc::new(live(&[format!("localhost:{a}")], &[format!("localhost:{a}")])));
+    let denied = exchange(p.port, &request).await;
+    assert!(denied.starts_with("HTTP/1.1 403") && denied.contains("(denyHosts[0])"), "{denied}");
+}
+
+#[tokio::test]
+async fn a_slow_sender_is_dropped_and_connections_beyond_the_bound_wait() {
+    let a = fixture().await;
+    let limits = Limits { head_timeout: Duration::from_millis(300), max_connections: 1, ..LIMITS };
+    let p = proxy(&[format!("localhost:{a}")], &[], limits).await;
+    let mut slow = TcpStream::connect(("127.0.0.1", p.port)).await.expect("connect");
+    slow.write_all(b"GET http://localhost").await.expect("write");
+    // The only slot is held by the slow sender until its head times out; then this one is served.
+    let request = format!("GET http://localhost:{a}/ HTTP/1.1\r\nHost: localhost:{a}\r\n\r\n");
+    let started = std::time::Instant::now();
+    assert!(exchange(p.port, &request).await.starts_with("HTTP/1.1 200"));
+    assert!(started.elapsed() >= Duration::from_millis(250), "{:?}", started.elapsed());
+    let mut rest = Vec::new();
+    assert_eq!(slow.read_to_end(&mut rest).await.expect("closed"), 0, "the slow sender got no answer");
+}
