@@ -39,11 +39,6 @@ pub const READINESS_PROBE_TIMEOUT_SECONDS: i32 = 3;
 /// nothing else: an HTTP probe costs the node no process start, where an
 /// exec probe started one every period.
 pub const READINESS_PORT: u16 = 9321;
-/// The session runtime's egress proxy, on 127.0.0.1 in the Pod, when host
-/// rules apply (`spec.network.egress.allowHosts`/`denyHosts`): Chromium is
-/// launched with `--proxy-server` naming it. Beside the readiness port, off
-/// the viewer's and CDP's defaults.
-pub const EGRESS_PROXY_PORT: u16 = 9320;
 /// The path the kubelet asks on [`READINESS_PORT`].
 pub const READINESS_PATH: &str = "/readyz";
 /// Where the container writes its termination message.

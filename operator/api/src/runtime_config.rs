@@ -165,7 +165,7 @@ pub const RUNTIME_FAILURE_REASONS: &[&str] = &[
     "SandboxRequiresNonRoot",
     "ViewerPortTaken",
     "CdpPortTaken",
-    "EgressProxyPortTaken",
+    "EgressProxyUnavailable",
     "ReadinessPortTaken",
     "RecordingUnavailable",
     "SnapshotVolumeFull",

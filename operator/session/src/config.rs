@@ -84,10 +84,6 @@ pub struct Options {
     /// run side by side outside a Pod, as the tests do, each take their own).
     #[arg(long, global = true, env = "PLAYPEN_READINESS_ADDR")]
     pub readiness_addr: Option<SocketAddr>,
-    /// Where the egress proxy listens when host rules apply (default
-    /// 127.0.0.1 on the pinned port; runtimes side by side take their own).
-    #[arg(long, global = true, env = "PLAYPEN_EGRESS_PROXY_ADDR")]
-    pub egress_proxy_addr: Option<SocketAddr>,
 }
 
 /// When the viewer's dashboard (a Node process of about 138 MB) runs.

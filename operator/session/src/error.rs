@@ -103,14 +103,12 @@ pub enum Fatal {
         /// The bind error.
         source: std::io::Error,
     },
-    /// The egress proxy's port is held by something else.
+    /// The egress proxy cannot listen on loopback at all.
     #[error(
-        "the egress proxy's address {addr} is already in use ({source}): another process in the Pod (an agent \
-         sidecar?) holds it; host rules cannot be enforced without it, so free it"
+        "the egress proxy cannot listen on 127.0.0.1 ({source}): no loopback port is free in the Pod (a sidecar \
+         holding the ephemeral range?) or no loopback interface; host rules cannot be enforced without it"
     )]
-    EgressProxyPortTaken {
-        /// The address bound.
-        addr: std::net::SocketAddr,
+    EgressProxyUnavailable {
         /// The bind error.
         source: std::io::Error,
     },
@@ -150,7 +148,7 @@ impl Fatal {
             Fatal::SandboxAsRoot { .. } => "SandboxRequiresNonRoot",
             Fatal::ViewerPortTaken { .. } => "ViewerPortTaken",
             Fatal::CdpPortTaken { .. } => "CdpPortTaken",
-            Fatal::EgressProxyPortTaken { .. } => "EgressProxyPortTaken",
+            Fatal::EgressProxyUnavailable { .. } => "EgressProxyUnavailable",
             Fatal::ReadinessPortTaken { .. } => "ReadinessPortTaken",
             Fatal::RecordingUnavailable { .. } => "RecordingUnavailable",
             Fatal::SnapshotVolumeFull { .. } => "SnapshotVolumeFull",
@@ -189,7 +187,7 @@ mod tests {
             Fatal::SandboxAsRoot { detail: text() },
             Fatal::ViewerPortTaken { port: 1, source: io() },
             Fatal::CdpPortTaken { port: 1, source: io() },
-            Fatal::EgressProxyPortTaken { addr: "127.0.0.1:1".parse().unwrap(), source: io() },
+            Fatal::EgressProxyUnavailable { source: io() },
             Fatal::ReadinessPortTaken { addr: "127.0.0.1:1".parse().unwrap(), source: io() },
             Fatal::RecordingUnavailable { what: "video", verb: text(), detail: text() },
             Fatal::SnapshotVolumeFull { dir: path, used: 1, full_at: 1, capacity: 1 },

@@ -97,6 +97,12 @@ fn rules(allow: &[String], deny: &[String]) -> Value {
     json!({"mode": "AllowListOnly", "allowHosts": allow, "denyHosts": deny, "deniedCIDRs": ["10.0.0.0/8", "169.254.0.0/16"]})
 }
 
+/// The `--proxy-server` switch the browser `pid` was launched with.
+fn proxy_switch(session: &Session, pid: u32) -> String {
+    let cmdline = session.processes().into_iter().find(|p| p.pid == pid).unwrap().cmdline;
+    cmdline.split(['\0', ' ']).find(|arg| arg.starts_with("--proxy-server=")).unwrap_or_default().to_owned()
+}
+
 /// What `fetch(url)` from the page gives: `status <n>` or `failed`.
 fn page_fetch(session: &Session, url: &str) -> String {
     let code = format!(
@@ -113,7 +119,6 @@ fn a_page_reaches_allowed_hosts_only_and_a_rule_change_applies_without_a_restart
     let (a, b) = (allowed.port, other.port);
     let mut session = Session::new("egress", None);
     session.set_runtime_field("egressHosts", rules(&[format!("localhost:{a}")], &[]));
-    session.start_with_env = Some(("PLAYPEN_EGRESS_PROXY_ADDR".into(), format!("127.0.0.1:{}", free_port())));
     session.start();
     session.wait_ready(Duration::from_secs(90));
 
@@ -123,10 +128,10 @@ fn a_page_reaches_allowed_hosts_only_and_a_rule_change_applies_without_a_restart
     assert!(decided(&session, a).contains(&("allowed".into(), "allowHosts[0]".into())), "{:?}", egress_log(&session));
     let browsers = session.browser_pids();
     assert_eq!(browsers.len(), 1, "{}", session.log());
+    let proxy = proxy_switch(&session, browsers[0]);
+    assert!(proxy.starts_with("--proxy-server=http://127.0.0.1:"), "{proxy}");
     let cmdline = session.processes().into_iter().find(|p| p.pid == browsers[0]).unwrap().cmdline;
-    assert!(
-        cmdline.contains("--proxy-server=http://127.0.0.1:") && cmdline.contains("--proxy-bypass-list=<-loopback>")
-    );
+    assert!(cmdline.contains("--proxy-bypass-list=<-loopback>"), "{cmdline}");
 
     // A page's fetch() of a refused host never reaches it.
     let fetched = page_fetch(&session, &other.url("/fetched"));
@@ -164,6 +169,18 @@ fn a_page_reaches_allowed_hosts_only_and_a_rule_change_applies_without_a_restart
     assert_eq!(session.browser_pids(), browsers, "the browser was not restarted");
     assert_eq!(session.daemon_pid(), daemon);
 
+    // A browser restarted in place is launched through the same listener:
+    // the port was picked once, at start.
+    sigkill(browsers[0]);
+    wait_until("a new daemon", Duration::from_secs(30), || session.daemon_pid().is_some_and(|p| Some(p) != daemon));
+    session.wait_ready(Duration::from_secs(60));
+    session.cli_ok(&["goto", &other.url("/after-restart")]);
+    assert!(other.saw("/after-restart"), "{}", session.log());
+    let restarted = session.browser_pids();
+    assert_eq!(restarted.len(), 1, "{:#?}", session.processes());
+    assert_ne!(restarted, browsers);
+    assert_eq!(proxy_switch(&session, restarted[0]), proxy, "the restarted browser has another proxy");
+
     for record in egress_log(&session) {
         for field in ["at", "host", "port", "verdict", "rule", "sent", "received", "ms"] {
             assert!(!record[field].is_null(), "{field} missing in {record}");
@@ -182,8 +199,6 @@ fn a_page_reaches_allowed_hosts_only_and_a_rule_change_applies_without_a_restart
 fn without_host_rules_the_browser_is_launched_as_before() {
     let host = Host::start(None);
     let mut session = Session::new("direct", None);
-    let proxy = free_port();
-    session.start_with_env = Some(("PLAYPEN_EGRESS_PROXY_ADDR".into(), format!("127.0.0.1:{proxy}")));
     session.start();
     session.wait_ready(Duration::from_secs(90));
     session.cli_ok(&["goto", &host.url("/")]);
@@ -192,7 +207,7 @@ fn without_host_rules_the_browser_is_launched_as_before() {
     assert_eq!(browsers.len(), 1);
     let cmdline = session.processes().into_iter().find(|p| p.pid == browsers[0]).unwrap().cmdline;
     assert!(!cmdline.contains("--proxy-server"), "{cmdline}");
-    assert!(std::net::TcpStream::connect(("127.0.0.1", proxy)).is_err(), "no proxy listens");
+    assert!(!session.log().contains("host rules apply"), "no proxy runs:\n{}", session.log());
     assert!(!session.path("snapshots/recordings/egress.jsonl").exists());
     let status = session.terminate(Duration::from_secs(40));
     assert!(status.success(), "{status:?}\n{}", session.log());
@@ -201,7 +216,6 @@ fn without_host_rules_the_browser_is_launched_as_before() {
 #[test]
 fn host_rules_added_to_a_browser_launched_without_them_restart_the_container() {
     let mut session = Session::new("added", None);
-    session.start_with_env = Some(("PLAYPEN_EGRESS_PROXY_ADDR".into(), format!("127.0.0.1:{}", free_port())));
     session.start();
     session.wait_ready(Duration::from_secs(90));
     session.set_runtime_field("egressHosts", rules(&[], &["ads.test".to_owned()]));

@@ -138,14 +138,15 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
         config.launch_config = derived.config.display().to_string();
         user_data_dir = Some(derived.user_data_dir);
     }
-    // Host rules: the proxy is bound before the browser starts and the
-    // browser is launched through it; without them nothing changes.
+    // Host rules: the proxy is bound before the browser starts (after the
+    // pinned viewer and CDP ports, so it never takes theirs) and the browser
+    // is launched through it; without them nothing changes.
     let egress = match egress_proxy::live_of(&config) {
         Some(live) => {
             let live = live.map_err(|e| Fatal::Config { path: opts.config.clone().into(), message: e.to_string() })?;
-            let addr = egress_proxy::address(opts.egress_proxy_addr);
-            let bound = egress_proxy::bind(addr).map_err(|source| Fatal::EgressProxyPortTaken { addr, source })?;
-            let port = bound.local_addr().map_err(|source| Fatal::EgressProxyPortTaken { addr, source })?.port();
+            // Bound once: a restarted browser is launched with the same switch, so the same listener.
+            let bound = egress_proxy::bind_loopback().map_err(|source| Fatal::EgressProxyUnavailable { source })?;
+            let port = bound.local_addr().map_err(|source| Fatal::EgressProxyUnavailable { source })?.port();
             let derived = egress_proxy::launch::write(Path::new(&config.launch_config), &std::env::temp_dir(), port)
                 .map_err(|message| Fatal::Config { path: config.launch_config.clone().into(), message })?;
             tracing::info!(port, "host rules apply: the browser goes through the egress proxy");

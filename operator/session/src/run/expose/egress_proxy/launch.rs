@@ -81,14 +81,14 @@ mod tests {
             "args": ["--no-proxy-server", "--proxy-server=socks5://x:1", "--lang=de", "--webrtc-ip-handling-policy=default"],
             "proxy": {"server": "http://corp:3128"}
         }}});
-        let derived = with_proxy(config, 9320).expect("derived");
+        let derived = with_proxy(config, 40123).expect("derived");
         let options = &derived["browser"]["launchOptions"];
         assert_eq!(options.get("proxy"), None);
         assert_eq!(
             options["args"],
             json!([
                 "--lang=de",
-                "--proxy-server=http://127.0.0.1:9320",
+                "--proxy-server=http://127.0.0.1:40123",
                 "--proxy-bypass-list=<-loopback>",
                 "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
                 "--disable-quic"
@@ -111,8 +111,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let source = dir.path().join("config.json");
         std::fs::write(&source, r#"{"browser": {}}"#).expect("write");
-        let path = write(&source, dir.path(), 9320).expect("written");
+        let path = write(&source, dir.path(), 40123).expect("written");
         assert_eq!(std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777, 0o600);
-        assert!(std::fs::read_to_string(&path).expect("read").contains("127.0.0.1:9320"));
+        assert!(std::fs::read_to_string(&path).expect("read").contains("127.0.0.1:40123"));
     }
 }

@@ -12,12 +12,11 @@ mod head;
 pub(crate) mod launch;
 mod log;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use playpen_api::layout::EGRESS_PROXY_PORT;
 use playpen_api::runtime_config::{EgressConfigError, RuntimeConfig};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
@@ -57,15 +56,12 @@ pub(crate) fn live_of(config: &RuntimeConfig) -> Option<Result<Live, EgressConfi
     Some(hosts.parse().map(|(rules, floor)| Live { policy: Policy { rules, floor }, logged: !config.warm }))
 }
 
-/// The proxy's address: 127.0.0.1 on the pinned port unless told otherwise
-/// (tests run runtimes side by side).
-pub(crate) fn address(configured: Option<SocketAddr>) -> SocketAddr {
-    configured.unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, EGRESS_PROXY_PORT)))
-}
-
-/// Binds the proxy's listener.
-pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let listener = std::net::TcpListener::bind(addr)?;
+/// Binds the proxy's listener on 127.0.0.1, on a port the kernel picks:
+/// only the Chromium of this Pod connects, told the port by its launch
+/// switch, so no pinned port can collide with one a session pins (its
+/// viewer's, its CDP's, a sidecar's).
+pub(crate) fn bind_loopback() -> std::io::Result<TcpListener> {
+    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
     listener.set_nonblocking(true)?;
     TcpListener::from_std(listener)
 }

@@ -50,7 +50,7 @@ fn live(allow: &[String], deny: &[String]) -> Live {
 
 async fn proxy(allow: &[String], deny: &[String], limits: Limits) -> Proxy {
     let dir = tempfile::tempdir().expect("tempdir");
-    let listener = bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let listener = bind_loopback().expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let (tell, rx) = watch::channel(Arc::new(live(allow, deny)));
     let log = Arc::new(log_for(dir.path()));
