@@ -21,6 +21,14 @@ pub const SNAPSHOT_DIR: &str = "/var/lib/playpen/snapshots";
 pub const RECORDINGS_DIR: &str = "/var/lib/playpen/snapshots/recordings";
 /// [`RECORDINGS_DIR`]'s name inside the CLI's output directory (wherever the runtime is told it is).
 pub const RECORDINGS_SUBDIR: &str = "recordings";
+/// The egress proxy's log in [`RECORDINGS_SUBDIR`] when host rules apply:
+/// one JSON line per connection attempt (docs/egress-hosts.md). The runtime
+/// writes it, retention keeps it apart from the recordings, `kubectl
+/// playpen egress` reads it.
+pub const EGRESS_LOG_FILE: &str = "egress.jsonl";
+/// [`EGRESS_LOG_FILE`] once rotated: the proxy keeps this one, replaced at
+/// each rotation, so the two bound the log.
+pub const EGRESS_LOG_ROTATED_FILE: &str = "egress.jsonl.1";
 /// The optional persistent browser profile volume.
 pub const PROFILE_DIR: &str = "/var/lib/playpen/profile";
 /// Saved auth state (cookies, storage) from the user's Secret, mounted 0400.

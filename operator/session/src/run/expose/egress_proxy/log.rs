@@ -1,8 +1,8 @@
 //! The egress log: one JSON line per connection attempt in
 //! `recordings/egress.jsonl` on the snapshot volume. Bounded: past
 //! [`MAX_LOG_BYTES`] the file moves to `egress.jsonl.1` (replacing the one
-//! before) and a new one starts. The file is opened for each line, so one
-//! retention deleted is simply started again.
+//! before) and a new one starts; retention leaves both to this bound. The
+//! file is opened for each line, so one deleted is simply started again.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,8 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-/// The log's file name in the recordings directory.
-pub(crate) const LOG_FILE: &str = "egress.jsonl";
+pub(crate) use playpen_api::layout::EGRESS_LOG_FILE as LOG_FILE;
+use playpen_api::layout::EGRESS_LOG_ROTATED_FILE;
 /// Size at which the log is rotated.
 pub(crate) const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -74,9 +74,7 @@ impl EgressLog {
         }
         let full = std::fs::metadata(&self.path).is_ok_and(|m| m.len() + line.len() as u64 > self.max_bytes);
         if full {
-            let mut rotated = self.path.clone().into_os_string();
-            rotated.push(".1");
-            std::fs::rename(&self.path, rotated)?;
+            std::fs::rename(&self.path, self.path.with_file_name(EGRESS_LOG_ROTATED_FILE))?;
         }
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
         file.write_all(line)
@@ -160,7 +158,7 @@ mod tests {
         }
         let size = std::fs::metadata(&path).expect("log").len();
         assert!(size <= 400, "{size}");
-        let rotated = std::fs::read_to_string(dir.path().join("egress.jsonl.1")).expect("rotated");
+        let rotated = std::fs::read_to_string(dir.path().join(EGRESS_LOG_ROTATED_FILE)).expect("rotated");
         assert!(rotated.len() <= 400 && !rotated.is_empty());
         std::fs::remove_file(&path).expect("delete");
         log.write(&record("after.test"));

@@ -99,6 +99,12 @@ impl Session {
         self
     }
 
+    /// `recordings/<file>`, the egress proxy's log or its rotated file.
+    pub(super) fn egress_log(mut self, file: &str, written: u64, bytes: u64) -> Self {
+        self.0.egress_log.push(sized(&format!("recordings/{file}"), written, bytes));
+        self
+    }
+
     /// The walk stopped before it listed everything.
     pub(super) fn cut_short(mut self) -> Self {
         self.0.recordings.cut_short = true;

@@ -26,6 +26,10 @@
 //! * the **recording in progress** (`recordings/in-progress.json`): the video
 //!   it names and the trace being written;
 //! * the notes `in-progress.json` and `interrupted.json`;
+//! * the egress proxy's log `recordings/egress.jsonl` and its rotated
+//!   `egress.jsonl.1` (host rules, docs/egress-hosts.md): not recordings,
+//!   never counted toward `maxCount`; the proxy's rotation bounds them (two
+//!   files of at most 4 MiB), and their bytes count toward the size budget;
 //! * the blobs in `recordings/traces/resources/`, shared by every trace,
 //!   while a trace is left or starting; once none is, they go;
 //! * anything younger than the **grace period**: the CLI may still be writing it.
@@ -235,5 +239,29 @@ mod tests {
             there(&recordings.join("video-0.webm")) && outside.join("old.bin").exists(),
             "symlinks stay, unfollowed"
         );
+    }
+
+    #[test]
+    fn a_real_egress_log_and_its_rotation_are_listed_apart_and_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        let recordings = recording::dir(tmp.path());
+        write_aged(&recordings.join("egress.jsonl"), 4096, now, 50_000);
+        write_aged(&recordings.join("egress.jsonl.1"), 8192, now, 60_000);
+        write_aged(&recordings.join("egress.jsonl.2"), 10, now, 60_000);
+        write_aged(&recordings.join("video-1.webm"), 4096, now, 100);
+        let listing = scan(tmp.path()).unwrap();
+        let logged: Vec<_> = listing.egress_log.iter().map(|e| e.path.file_name().unwrap().to_owned()).collect();
+        assert_eq!(logged.len(), 2, "{logged:?}");
+        assert!(logged.iter().all(|name| name == "egress.jsonl" || name == "egress.jsonl.1"));
+        assert_eq!(listing.recordings.videos.len(), 2, "a name the proxy never writes is an ordinary file");
+
+        // A count of one and an hour's age: the log is neither, the newest video stays.
+        let outcome = prune(tmp.path(), Policy::of(3600, 1, 5)).unwrap();
+        assert_eq!(outcome.deleted, 1, "{outcome:?}");
+        assert!(!recordings.join("egress.jsonl.2").exists());
+        for kept in ["egress.jsonl", "egress.jsonl.1", "video-1.webm"] {
+            assert!(recordings.join(kept).exists(), "{kept}");
+        }
     }
 }

@@ -13,6 +13,10 @@ pub struct Listing {
     pub files: Vec<Entry>,
     /// What `recordings/` holds.
     pub(crate) recordings: RecordingFiles,
+    /// The egress proxy's log and its rotated file in `recordings/`: a kind
+    /// of their own, neither a video nor a snapshot. Counted, never deleted
+    /// (the proxy's rotation bounds them), never toward `maxCount`.
+    pub egress_log: Vec<Entry>,
     /// Everything else (the notes, other subdirectories' contents): counted, never deleted.
     pub other_bytes: u64,
 }
@@ -73,7 +77,7 @@ pub fn size_budget(volume: Option<u64>, filesystem: Option<u64>, max_total: Opti
 
 /// What to delete, given what is there at `now`.
 pub fn plan(listing: Listing, now: SystemTime, policy: Policy) -> Plan {
-    let Listing { files, recordings, other_bytes } = listing;
+    let Listing { files, recordings, egress_log, other_bytes } = listing;
     let recordings = recordings::group(recordings);
     let mut units: Vec<Unit> =
         files.into_iter().map(|f| Unit::file(Kind::Snapshot, f)).chain(recordings.units).collect();
@@ -83,7 +87,7 @@ pub fn plan(listing: Listing, now: SystemTime, policy: Policy) -> Plan {
 
     let mut out = Plan::default();
     let protected = units.iter().enumerate().filter(|(rank, u)| rules.protected(*rank, u)).map(|(_, u)| u.bytes);
-    out.kept_bytes = [other_bytes, total(&recordings.shared), total(&recordings.orphans)]
+    out.kept_bytes = [other_bytes, total(&egress_log), total(&recordings.shared), total(&recordings.orphans)]
         .into_iter()
         .chain(protected)
         .fold(0, u64::saturating_add);

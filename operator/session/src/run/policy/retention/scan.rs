@@ -5,6 +5,8 @@
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 
+use playpen_api::layout::{EGRESS_LOG_FILE, EGRESS_LOG_ROTATED_FILE};
+
 use super::plan::Listing;
 use super::recordings::RecordingFiles;
 use super::unit::{total, Entry};
@@ -24,7 +26,7 @@ pub fn scan(dir: &Path) -> std::io::Result<Listing> {
     let recordings = recording::dir(dir);
     if recordings.symlink_metadata().is_ok_and(|m| m.is_dir()) {
         // First, so that a tree the agent made cannot use up the walk before them.
-        out.recordings = list_recordings(&recordings, &mut walk, &mut out.other_bytes);
+        out.recordings = list_recordings(&recordings, &mut walk, &mut out.egress_log, &mut out.other_bytes);
     }
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
@@ -44,12 +46,13 @@ pub fn filesystem_bytes(dir: &Path) -> Option<u64> {
     stat.blocks().checked_mul(stat.fragment_size())
 }
 
-fn list_recordings(dir: &Path, walk: &mut Walk, other_bytes: &mut u64) -> RecordingFiles {
+fn list_recordings(dir: &Path, walk: &mut Walk, egress_log: &mut Vec<Entry>, other_bytes: &mut u64) -> RecordingFiles {
     // Read before the files: a recording that starts later has only files inside the grace period.
     let mut out = RecordingFiles { in_progress: recording::in_progress(dir), ..RecordingFiles::default() };
     for (path, meta) in walk.children(dir) {
         let name = path.file_name().unwrap_or_default();
         match regular_file(&path, &meta) {
+            Some(log) if is_egress_log(name) => egress_log.push(log),
             Some(video) if !recording::is_note(name) => out.videos.push(video),
             None if meta.is_dir() && name == recording::TRACES => list_traces(&path, walk, other_bytes, &mut out),
             _ => *other_bytes = other_bytes.saturating_add(walk.bytes_of(&path, &meta)),
@@ -57,6 +60,11 @@ fn list_recordings(dir: &Path, walk: &mut Walk, other_bytes: &mut u64) -> Record
     }
     out.cut_short = walk.cut_short;
     out
+}
+
+/// Whether `file_name` in `recordings/` is the egress proxy's log or its rotated file.
+fn is_egress_log(file_name: &std::ffi::OsStr) -> bool {
+    file_name == EGRESS_LOG_FILE || file_name == EGRESS_LOG_ROTATED_FILE
 }
 
 fn list_traces(dir: &Path, walk: &mut Walk, other_bytes: &mut u64, out: &mut RecordingFiles) {

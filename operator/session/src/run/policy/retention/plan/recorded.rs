@@ -121,3 +121,29 @@ fn recordings_keep_their_own_count_of_the_newest() {
     // Newest first: the trace, the videos of 100 and 200 s ago; the rest go.
     assert_eq!(names(plan.delete), sorted([video_path(300), video_path(400), video_path(500)]));
 }
+
+#[test]
+fn the_egress_log_is_not_a_recording_it_counts_bytes_only() {
+    let session = || {
+        Session::default()
+            .egress_log("egress.jsonl", 9000, 40)
+            .egress_log("egress.jsonl.1", 20_000, 400)
+            .video(300, 300, 1)
+            .video(200, 200, 1)
+            .snapshot("page.yml", 10, 1)
+    };
+    // Older than the age limit and than every video: kept whole, and not one
+    // of the recordings the count keeps (the newest video stays).
+    let plan = session().plan(Policy::of(3600, 1, 5));
+    assert_eq!(names(plan.delete), sorted([video_path(300)]));
+    assert_eq!(plan.kept_bytes, 440 + 1 + 1);
+    // A count of none deletes every video, never the log.
+    let none = session().plan(Policy::of(86_400, 0, 5));
+    assert_eq!(names(none.delete), sorted([video_path(200), video_path(300)]));
+    // Under a tight budget its bytes push the older recordings out first, and
+    // a log that fills the volume on its own makes it full, never deleted.
+    let tight = session().plan(budget(442, 100_000));
+    assert_eq!(names(tight.delete), sorted([video_path(300)]));
+    let full = session().plan(budget(100, 300));
+    assert!(full.full && !full.delete.iter().any(|p| p.to_string_lossy().contains("egress")), "{full:?}");
+}
