@@ -325,9 +325,10 @@ async fn forbidden_names_the_missing_verb_resource_and_namespace() -> anyhow::Re
     .context("the reader's binding takes effect")?;
     // Exec and port-forward over WebSockets are authorized as "get" (and,
     // where AuthorizePodWebsocketUpgradeCreatePermission is on, "create").
-    let cases: [(&[&str], &[&str], &str); 5] = [
+    let cases: [(&[&str], &[&str], &str); 6] = [
         (&["run", "demo", "--", "goto", "https://example.com"], &["get", "create"], "pods/exec"),
         (&["snapshot", "demo"], &["get", "create"], "pods/exec"),
+        (&["egress", "demo"], &["get", "create"], "pods/exec"),
         (&["logs", "demo"], &["get"], "pods/log"),
         (&["view", "demo"], &["get", "create"], "pods/portforward"),
         (&["new", "other", "--image", "i"], &["create"], "browsersessions.playpen.dev"),
@@ -363,6 +364,7 @@ async fn a_missing_session_says_how_to_list_them() -> anyhow::Result<()> {
         &["logs", "nope", "-n", n],
         &["snapshot", "nope", "-n", n],
         &["record", "nope", "-n", n],
+        &["egress", "nope", "-n", n],
     ] {
         let err = playpen(args).await?.failed(&format!("{args:?}"))?;
         ensure!(err.trim() == want, "{args:?}: {err}");
@@ -397,7 +399,8 @@ async fn completion_scripts_name_every_subcommand() -> anyhow::Result<()> {
         .find(|opts| opts.contains("--namespace") && opts.contains(" ls "))
         .context("no top-level opts in the script")?;
     let words: Vec<&str> = top.trim_end_matches('"').split_whitespace().collect();
-    for sub in ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "completion", "--namespace"] {
+    for sub in ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "completion", "--namespace"]
+    {
         ensure!(words.contains(&sub), "{sub} is not completed at the top level: {top}");
     }
     for shell in ["zsh", "fish"] {

@@ -29,6 +29,9 @@ pub const EGRESS_LOG_FILE: &str = "egress.jsonl";
 /// [`EGRESS_LOG_FILE`] once rotated: the proxy keeps this one, replaced at
 /// each rotation, so the two bound the log.
 pub const EGRESS_LOG_ROTATED_FILE: &str = "egress.jsonl.1";
+/// Size past which [`EGRESS_LOG_FILE`] is rotated: each of the two files
+/// holds at most this much, which is what a reader needs to expect.
+pub const EGRESS_LOG_MAX_BYTES: u64 = 4 * 1024 * 1024;
 /// The optional persistent browser profile volume.
 pub const PROFILE_DIR: &str = "/var/lib/playpen/profile";
 /// Saved auth state (cookies, storage) from the user's Secret, mounted 0400.

@@ -70,6 +70,8 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Copy the session's recordings out.
     Record(RecordArgs),
+    /// Print the session's egress log (host rules): each connection attempt and its verdict.
+    Egress(EgressArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),
     /// Completions for kubectl's plugin completion (`kubectl_complete-playpen`
@@ -236,6 +238,22 @@ pub struct RecordArgs {
     pub output: Option<PathBuf>,
 }
 
+/// `egress`.
+#[derive(Debug, Args)]
+pub struct EgressArgs {
+    /// Name of the BrowserSession.
+    pub name: String,
+    /// Only the refused attempts.
+    #[arg(long)]
+    pub refused: bool,
+    /// The log's JSON lines as written (validated), not a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Only the last N attempts (of those shown).
+    #[arg(long, value_name = "N")]
+    pub tail: Option<usize>,
+}
+
 /// `completion`.
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
@@ -323,6 +341,18 @@ mod tests {
         let Command::Logs(logs) = cli.command else { panic!("not logs") };
         assert_eq!((logs.follow, logs.container.name(), logs.tail), (true, "agent", Some(10)));
         assert!(parse(&["logs", "demo", "-c", "sidecar"]).is_err());
+    }
+
+    #[test]
+    fn egress_flags() {
+        let cli = parse(&["egress", "demo", "--refused", "--json", "--tail", "20"]).unwrap();
+        let Command::Egress(egress) = cli.command else { panic!("not egress") };
+        assert_eq!((egress.name.as_str(), egress.refused, egress.json, egress.tail), ("demo", true, true, Some(20)));
+        let cli = parse(&["egress", "demo"]).unwrap();
+        let Command::Egress(egress) = cli.command else { panic!("not egress") };
+        assert!(!egress.refused && !egress.json && egress.tail.is_none());
+        assert!(parse(&["egress", "demo", "--tail", "-1"]).is_err());
+        assert!(parse(&["egress"]).is_err(), "a session is named");
     }
 
     #[test]

@@ -42,7 +42,8 @@ pub async fn run(cli: Cli) -> Result<i32> {
         | Command::Cdp(_)
         | Command::Logs(_)
         | Command::Snapshot(_)
-        | Command::Record(_) => Timeouts::Streams,
+        | Command::Record(_)
+        | Command::Egress(_) => Timeouts::Streams,
         _ => Timeouts::Requests,
     };
     let cluster = connect::connect(&global, timeouts).await?;
@@ -55,6 +56,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Logs(args) => commands::logs::run(&cluster, args).await.map(|()| 0),
         Command::Snapshot(args) => commands::snapshot::run(&cluster, args).await.map(|()| 0),
         Command::Record(args) => commands::record::run(&cluster, args).await.map(|()| 0),
+        Command::Egress(args) => commands::egress::run(&cluster, args).await.map(|()| 0),
         Command::Completion(_) | Command::Complete(_) => Ok(0),
     }
 }

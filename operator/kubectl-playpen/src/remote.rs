@@ -67,6 +67,48 @@ where
     }
 }
 
+/// A writer that keeps the first `limit` bytes and drops the rest.
+#[derive(Debug)]
+pub struct Capped {
+    /// What was kept.
+    pub kept: Vec<u8>,
+    limit: usize,
+}
+
+impl Capped {
+    /// Keeps at most `limit` bytes.
+    pub fn new(limit: u64) -> Self {
+        Self { kept: Vec::new(), limit: usize::try_from(limit).unwrap_or(usize::MAX) }
+    }
+}
+
+impl AsyncWrite for Capped {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let room = this.limit.saturating_sub(this.kept.len());
+        this.kept.extend_from_slice(&buf[..buf.len().min(room)]);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 impl Target<'_> {
     fn api(&self) -> Api<Pod> {
         Api::namespaced(self.cluster.client.clone(), &self.cluster.namespace)
@@ -138,6 +180,24 @@ impl Target<'_> {
         Ok(out)
     }
 
+    /// [`Self::capture`], keeping at most `limit` bytes of the output: what
+    /// a container sends past it is read and dropped, so a hostile one
+    /// cannot make this process hold more.
+    pub async fn capture_at_most(&self, command: &[String], limit: u64) -> Result<Vec<u8>> {
+        let mut out = Capped::new(limit);
+        let mut err = Capped::new(64 * 1024);
+        let code = self.exec_into(command, &mut out, &mut err).await?;
+        if code != 0 {
+            return Err(Error::Remote(format!(
+                "`{}` in Pod {} exited {code}: {}",
+                command.join(" "),
+                self.pod,
+                crate::output::untrusted(String::from_utf8_lossy(&err.kept).trim(), false)
+            )));
+        }
+        Ok(out.kept)
+    }
+
     /// Runs `command` with its output on this terminal; its exit code.
     pub async fn stream(&self, command: &[String]) -> Result<i32> {
         self.exec_into(command, tokio::io::stdout(), tokio::io::stderr()).await
@@ -194,6 +254,16 @@ mod tests {
         assert!(exit_code(Some(&s)).is_err());
         let s = failure("InternalError", "exec: \"playwright-cli\": executable file not found in $PATH", vec![]);
         assert_eq!(exit_code(Some(&s)).unwrap_err(), "exec: \"playwright-cli\": executable file not found in $PATH");
+    }
+
+    #[tokio::test]
+    async fn a_capped_writer_keeps_the_first_bytes_and_swallows_the_rest() {
+        let mut capped = Capped::new(5);
+        pump(Some(&b"hello, world"[..]), &mut capped).await.unwrap();
+        assert_eq!(capped.kept, b"hello");
+        let mut none = Capped::new(0);
+        pump(Some(&b"x"[..]), &mut none).await.unwrap();
+        assert!(none.kept.is_empty());
     }
 
     #[tokio::test]

@@ -14,7 +14,7 @@ use crate::sessions;
 const NO_FILE_COMPLETION: &str = ":4";
 
 /// Commands whose first argument is a session's name.
-const TAKE_A_SESSION: [&str; 6] = ["run", "view", "cdp", "logs", "snapshot", "record"];
+const TAKE_A_SESSION: [&str; 7] = ["run", "view", "cdp", "logs", "snapshot", "record", "egress"];
 
 /// What the word being completed is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +119,7 @@ mod tests {
         assert_eq!(wanted(&words(&["vi"])), Wanted::Command("vi".into()));
         assert_eq!(wanted(&words(&[])), Wanted::Command(String::new()));
         assert_eq!(wanted(&words(&["view", "de"])), Wanted::Session { prefix: "de".into(), namespace: None });
+        assert_eq!(wanted(&words(&["egress", "de"])), Wanted::Session { prefix: "de".into(), namespace: None });
         assert_eq!(
             wanted(&words(&["-n", "team-a", "run", ""])),
             Wanted::Session { prefix: String::new(), namespace: Some("team-a".into()) }
@@ -136,7 +137,7 @@ mod tests {
     #[test]
     fn command_names_are_the_visible_ones() {
         let names = command_names();
-        for name in ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "completion"] {
+        for name in ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "completion"] {
             assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
         }
         assert!(!names.iter().any(|n| n == "__complete"), "the hidden command is not offered");

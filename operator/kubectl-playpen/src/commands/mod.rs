@@ -4,6 +4,7 @@ pub mod cdp;
 pub mod complete;
 pub mod completion;
 pub mod copy;
+pub mod egress;
 pub mod logs;
 pub mod ls;
 pub mod new;

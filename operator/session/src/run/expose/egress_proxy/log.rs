@@ -12,9 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 pub(crate) use playpen_api::layout::EGRESS_LOG_FILE as LOG_FILE;
+use playpen_api::layout::EGRESS_LOG_MAX_BYTES as MAX_LOG_BYTES;
 use playpen_api::layout::EGRESS_LOG_ROTATED_FILE;
-/// Size at which the log is rotated.
-pub(crate) const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
 
 /// One connection attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
