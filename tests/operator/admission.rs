@@ -108,6 +108,26 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
             "spec.network.egress.allowCIDRs: every entry must be a canonical CIDR",
         ),
         (
+            "alias-not-an-ip",
+            json!({"image": "i", "pod": {"hostAliases": [{"ip": "fixture", "hostnames": ["a.test"]}]}}),
+            "spec.pod.hostAliases[].ip must be an IP address in canonical form",
+        ),
+        (
+            "alias-not-canonical",
+            json!({"image": "i", "pod": {"hostAliases": [{"ip": "2001:DB8:0:0::1", "hostnames": ["a.test"]}]}}),
+            "spec.pod.hostAliases[].ip must be an IP address in canonical form",
+        ),
+        (
+            "alias-bad-name",
+            json!({"image": "i", "pod": {"hostAliases": [{"ip": "10.96.3.4", "hostnames": ["A_B"]}]}}),
+            "spec.pod.hostAliases[0].hostnames[0]: Invalid value",
+        ),
+        (
+            "alias-no-name",
+            json!({"image": "i", "pod": {"hostAliases": [{"ip": "10.96.3.4", "hostnames": []}]}}),
+            "spec.pod.hostAliases[0].hostnames: Invalid value",
+        ),
+        (
             "deny-all-with-list",
             json!({"image": "i", "network": {"egress": {"mode": "DenyAll", "allowCIDRs": ["10.0.0.0/8"]}}}),
             "allowCIDRs, allowPeers and allowHosts cannot be used with mode DenyAll",
@@ -370,6 +390,16 @@ async fn over_long_values_are_refused_with_the_field_path_and_the_limit() -> any
             "shm",
             json!({"image": "i", "pod": {"shmSize": long(65)}}),
             "spec.pod.shmSize: Too long: may not be more than 64 bytes",
+        ),
+        (
+            "aliases",
+            json!({"image": "i", "pod": {"hostAliases": vec![json!({"ip": "10.0.0.1", "hostnames": ["a.test"]}); 17]}}),
+            "spec.pod.hostAliases: Too many: 17: must have at most 16 items",
+        ),
+        (
+            "alias-names",
+            json!({"image": "i", "pod": {"hostAliases": [{"ip": "10.0.0.1", "hostnames": vec!["a.test"; 17]}]}}),
+            "spec.pod.hostAliases[0].hostnames: Too many: 17: must have at most 16 items",
         ),
         (
             "hosts",

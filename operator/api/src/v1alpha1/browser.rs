@@ -266,4 +266,22 @@ pub struct PodSettings {
     #[schemars(length(max = 253))]
     #[x_kube(validation = Rule::new("self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')").message("spec.pod.runtimeClassName must name a RuntimeClass: lowercase letters, digits, '-' and '.'"))]
     pub runtime_class_name: Option<String>,
+    /// Entries the kubelet adds to the Pod's `/etc/hosts`: names Chromium
+    /// and the egress proxy resolve without DNS (an internal service
+    /// without a DNS record, a test fixture). Resolution only: the egress
+    /// rules still decide whether a name and its address may be reached.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_aliases: Vec<HostAlias>,
+}
+
+/// One address and the names that resolve to it in the Pod.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct HostAlias {
+    /// An IPv4 or IPv6 address in canonical form.
+    #[x_kube(validation = Rule::new("isIP(self) && ip.isCanonical(self)").message("spec.pod.hostAliases[].ip must be an IP address in canonical form, such as 10.96.3.4 or 2001:db8::1"))]
+    pub ip: String,
+    /// Host names for it (lowercase DNS names).
+    #[schemars(length(min = 1))]
+    pub hostnames: Vec<String>,
 }

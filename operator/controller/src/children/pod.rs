@@ -3,8 +3,9 @@
 
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
-    HTTPGetAction, KeyToPath, ObjectFieldSelector, PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec,
-    Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    HTTPGetAction, HostAlias, KeyToPath, ObjectFieldSelector, PersistentVolumeClaimVolumeSource, Pod,
+    PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext,
+    Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -13,7 +14,7 @@ use playpen_api::layout::{
     PROFILE_DIR, READINESS_PATH, READINESS_PORT, READINESS_PROBE_TIMEOUT_SECONDS, RUNTIME_CONFIG_DIR,
     RUNTIME_CONFIG_KEY, SESSION_RUNTIME_BIN, SNAPSHOT_DIR, TERMINATION_MESSAGE_PATH, TMP_DIR,
 };
-use playpen_api::v1alpha1::{SandboxMode, DEFAULT_SHM_SIZE, DEFAULT_SNAPSHOT_SIZE_LIMIT};
+use playpen_api::v1alpha1::{self, SandboxMode, DEFAULT_SHM_SIZE, DEFAULT_SNAPSHOT_SIZE_LIMIT};
 use playpen_api::BrowserSession;
 
 use super::labels::{child_meta, COMPONENT_BROWSER};
@@ -365,6 +366,7 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             affinity: pod_settings.affinity,
             priority_class_name: pod_settings.priority_class_name,
             runtime_class_name: runtime_class(bs, settings).map(str::to_owned),
+            host_aliases: host_aliases(&pod_settings.host_aliases),
             security_context: Some(PodSecurityContext {
                 run_as_non_root: Some(true),
                 run_as_user: Some(settings.run_as_user),
@@ -377,4 +379,10 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
         }),
         ..Pod::default()
     }
+}
+
+/// `spec.pod.hostAliases` as the Pod's (none: the field unset, as before).
+fn host_aliases(aliases: &[v1alpha1::HostAlias]) -> Option<Vec<HostAlias>> {
+    (!aliases.is_empty())
+        .then(|| aliases.iter().map(|a| HostAlias { ip: a.ip.clone(), hostnames: Some(a.hostnames.clone()) }).collect())
 }

@@ -532,3 +532,23 @@ fn the_baseline_policy_isolates_every_browser_pod_of_the_namespace_and_nothing_e
         assert!(!BASELINE_POLICY.ends_with(suffix), "{BASELINE_POLICY} could be a session's {suffix}");
     }
 }
+
+#[test]
+fn host_aliases_reach_the_pod_and_are_absent_otherwise() {
+    let bs = session(json!({"image": "i", "pod": {"hostAliases": [
+        {"ip": "10.96.3.4", "hostnames": ["a.allowed.test", "c.allowed.test"]},
+        {"ip": "2001:db8::1", "hostnames": ["b.other.test"]}]}}));
+    let aliases = build(&bs).pod.spec.expect("spec").host_aliases.expect("host aliases");
+    let pairs: Vec<(&str, Vec<String>)> =
+        aliases.iter().map(|a| (a.ip.as_str(), a.hostnames.clone().unwrap_or_default())).collect();
+    assert_eq!(
+        pairs,
+        [
+            ("10.96.3.4", vec!["a.allowed.test".to_owned(), "c.allowed.test".to_owned()]),
+            ("2001:db8::1", vec!["b.other.test".to_owned()])
+        ]
+    );
+    assert_eq!(build(&minimal()).pod.spec.expect("spec").host_aliases, None);
+    let empty = session(json!({"image": "i", "pod": {"hostAliases": []}}));
+    assert_eq!(build(&empty).pod.spec.expect("spec").host_aliases, None, "an empty list is no field");
+}
