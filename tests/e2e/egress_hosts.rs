@@ -121,21 +121,30 @@ async fn allow_list_only(client: &Client, ns: &str, allowed_ip: &str, other_ip: 
     let log = kubectl(&["logs", "-n", ns, OTHER_FIXTURE]).await?.ok("the other fixture's log")?;
     ensure!(!log.contains("GET /"), "{ns}/{OTHER_FIXTURE} was reached:\n{log}");
 
-    // The log names each attempt and its rule.
+    // The log names each attempt and its rule. The allowed fixture's address
+    // is admitted by allowCIDRs, which the log names first (every cluster
+    // address is in the floor, so allowHosts alone cannot admit one here);
+    // the other name is resolved (an allow-listed CIDR could have admitted
+    // it) and refused by the mode.
     let records = egress_log(ns, &pod).await?;
     ensure!(
-        has(&records, ALLOWED_HOST, "allowed", |rule| rule == "allowHosts[0]"),
+        has(&records, ALLOWED_HOST, "allowed", |rule| rule == "allowCIDRs[0]"),
         "no allowed record of {ALLOWED_HOST}: {records:#?}"
     );
     ensure!(
         records
             .iter()
-            .filter(|r| r["host"] == OTHER_HOST && r["verdict"] == "refused" && r["rule"] == "mode AllowListOnly")
+            .filter(|r| {
+                r["host"] == OTHER_HOST
+                    && r["verdict"] == "refused"
+                    && r["rule"] == "mode AllowListOnly"
+                    && r["address"] == other_ip
+            })
             .count()
             >= 3,
         "the fetch(), the <img> and the navigation to {OTHER_HOST} are each logged refused: {records:#?}"
     );
-    plugin_shows_the_log(ns, name).await.context("kubectl playpen egress")?;
+    plugin_shows_the_log(ns, name, other_ip).await.context("kubectl playpen egress")?;
 
     // A deny added to the running session refuses the allowed name: same Pod,
     // same container (the kubelet refreshes the ConfigMap within about a
@@ -194,9 +203,10 @@ async fn api_server_by_name(client: &Client, ns: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `playwright-cli eval <function>` on the page; its output.
+/// `playwright-cli --raw eval <function>` on the page: its result only
+/// (without `--raw` the output repeats the code, whose strings would match).
 async fn eval(ns: &str, pod: &str, function: &str) -> anyhow::Result<String> {
-    let out = exec(ns, pod, BROWSER, &["playwright-cli", "eval", function]).await?;
+    let out = exec(ns, pod, BROWSER, &["playwright-cli", "--raw", "eval", function]).await?;
     Ok(format!("{}{}", out.stdout, out.stderr))
 }
 
@@ -230,7 +240,7 @@ fn restarts(pod: &Pod) -> Option<i32> {
 
 /// `kubectl playpen egress` prints the same attempts: the table, `--refused`
 /// and `--json --tail 1`.
-async fn plugin_shows_the_log(ns: &str, name: &str) -> anyhow::Result<()> {
+async fn plugin_shows_the_log(ns: &str, name: &str, other_ip: &str) -> anyhow::Result<()> {
     let table = playpen(&["egress", name, "-n", ns]).await?.ok("kubectl playpen egress")?;
     let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
     ensure!(rows.first().is_some_and(|h| h[..3] == ["TIME", "VERDICT", "HOST:PORT"]), "no table header:\n{table}");
@@ -239,13 +249,13 @@ async fn plugin_shows_the_log(ns: &str, name: &str) -> anyhow::Result<()> {
     ensure!(
         rows.iter().any(|r| r.get(1) == Some(&"allowed")
             && r.get(2) == Some(&allowed.as_str())
-            && r.contains(&"allowHosts[0]")),
+            && r.contains(&"allowCIDRs[0]")),
         "no allowed row for {allowed}:\n{table}"
     );
     ensure!(
         rows.iter()
-            .any(|r| r.get(1) == Some(&"refused") && r.get(2) == Some(&other.as_str()) && r.get(3) == Some(&"-")),
-        "no refused, unresolved row for {other}:\n{table}"
+            .any(|r| r.get(1) == Some(&"refused") && r.get(2) == Some(&other.as_str()) && r.get(3) == Some(&other_ip)),
+        "no refused row for {other} at {other_ip}:\n{table}"
     );
     let refused = playpen(&["egress", name, "-n", ns, "--refused"]).await?.ok("kubectl playpen egress --refused")?;
     let data: Vec<&str> = refused.lines().skip(1).collect();
