@@ -144,12 +144,33 @@ fn a_page_reaches_allowed_hosts_only_and_a_rule_change_applies_without_a_restart
         egress_log(&session)
     );
 
+    // Nor does an <img>; `--raw eval` prints the result alone (the node e2e reads it so).
+    let image = session.cli(&[
+        "--raw",
+        "eval",
+        &format!(
+            "() => new Promise((done) => {{ const i = new Image(); i.onload = () => done('loaded'); \
+             i.onerror = () => done('refused'); i.src = '{}'; }})",
+            other.url("/img")
+        ),
+    ]);
+    let said = String::from_utf8_lossy(&image.stdout).into_owned();
+    assert!(said.contains("refused") && !said.contains("loaded"), "{said}");
+    assert!(!other.saw("/img"), "the refused host was reached by an <img>");
+
+    // A navigation to it shows the proxy's refusal (plain HTTP: a 403 page).
+    let _ = session.cli(&["goto", &other.url("/navigated")]);
+    let shown = session.cli(&["--raw", "eval", "() => document.body ? document.body.innerText : ''"]);
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(shown.contains("refused (mode AllowListOnly)"), "{shown}");
+    assert!(!other.saw("/navigated"));
+
     // A redirect from an allowed host to a refused one is refused at its hop.
     let _ = session.cli(&["goto", &allowed.url("/redirect")]);
     assert!(allowed.saw("/redirect"));
     assert!(!other.saw("/landing"), "the redirect reached the refused host");
     let refused_b = decided(&session, b).iter().filter(|(verdict, _)| verdict == "refused").count();
-    assert!(refused_b >= 2, "the fetch and the redirect's hop are both logged: {:?}", egress_log(&session));
+    assert!(refused_b >= 4, "the fetch, <img>, navigation and redirect are all logged: {:?}", egress_log(&session));
 
     // The rules change in runtime.json: the same browser now reaches the other
     // host and is refused the first one, by a deny that wins over its allow.
