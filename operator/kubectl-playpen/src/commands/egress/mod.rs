@@ -84,7 +84,8 @@ pub async fn run(cluster: &Cluster, args: EgressArgs) -> Result<()> {
     if args.json {
         print!("{}", log::json_lines(&lines));
     } else if lines.is_empty() {
-        println!("no refused connection attempt in the egress log of BrowserSession {}", target.session);
+        let which = if args.refused { "refused connection attempt" } else { "connection attempt selected" };
+        println!("no {which} in the egress log of BrowserSession {}", target.session);
     } else {
         print!("{}", log::table(&lines));
     }
