@@ -9,8 +9,6 @@
 
 mod cdp;
 mod clients;
-// Written, not yet run on the node: the lead wires it into the join below.
-#[allow(dead_code)]
 mod egress_hosts;
 mod hostile;
 mod kubectl;
@@ -30,7 +28,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     let client = client().await?;
     let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
     let (b, system) = (installed.team_b.name.as_str(), installed.system.name.as_str());
-    let (main, isolation, hostile, viewer, cdp, plugin, recorded, pooled, kept) = tokio::join!(
+    let (main, isolation, hostile, viewer, cdp, plugin, recorded, pooled, kept, hosts) = tokio::join!(
         session::drive_view_recover_delete(&client, &installed),
         session::isolation_and_disabled(&client, &installed),
         hostile::non_ascii_executable_is_reported_not_fatal(&client, b, system),
@@ -40,6 +38,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
         recording::a_deleted_session_leaves_its_recordings(&client, &installed),
         pool::a_warm_pool_serves_sessions(&client, &installed),
         pool::a_claimed_session_keeps_its_settings(&client, &installed),
+        egress_hosts::a_page_reaches_allowed_hosts_only(&client, &installed),
     );
     let survived = hostile::operator_never_restarted(&client, system).await;
     let uninstalled = setup::uninstall(&client, &installed).await;
@@ -52,6 +51,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     recorded.context("a recorded session's video and trace after its deletion")?;
     pooled.context("a warm pool on the kubelet")?;
     kept.context("a claimed session's own settings, whatever becomes of its pool")?;
+    hosts.context("egress by host name through the in-Pod proxy")?;
     survived.context("the operator across the whole suite")?;
     uninstalled
 }

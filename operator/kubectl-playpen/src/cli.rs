@@ -6,7 +6,6 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::duration::parse_duration;
-pub use crate::via::Via;
 
 /// Environment variable holding the default image of `new`.
 pub const IMAGE_ENV: &str = "PLAYPEN_IMAGE";
@@ -274,6 +273,17 @@ pub enum CompletionShell {
     /// The `kubectl_complete-playpen` script through which kubectl's own
     /// completion (`kubectl playpen <TAB>`) asks the plugin.
     Kubectl,
+}
+
+/// How a tunnel reaches the session's Pod (`view`, `cdp`); see `via.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Via {
+    /// Exec where the Pod runs under a gVisor RuntimeClass, port-forward otherwise.
+    Auto,
+    /// `pods/portforward` (the `playpen-viewer` role's right).
+    PortForward,
+    /// `pods/exec` of `playpen-session pipe` (the `playpen-driver` role's right).
+    Exec,
 }
 
 #[cfg(test)]

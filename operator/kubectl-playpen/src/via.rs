@@ -8,12 +8,12 @@
 
 use std::pin::Pin;
 
-use clap::ValueEnum;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::api::{Api, AttachParams};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
+pub use crate::cli::Via;
 use crate::connect::Cluster;
 use crate::error::{Error, Result};
 use crate::forbidden;
@@ -25,17 +25,6 @@ pub const GVISOR_HANDLER: &str = "runsc";
 const RELAY: [&str; 2] = ["/usr/local/bin/playpen-session", "pipe"];
 /// The container that holds it.
 const BROWSER_CONTAINER: &str = "browser";
-
-/// How to reach the port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Via {
-    /// Exec where the Pod runs under a gVisor RuntimeClass, port-forward otherwise.
-    Auto,
-    /// `pods/portforward` (the `playpen-viewer` role's right).
-    PortForward,
-    /// `pods/exec` of `playpen-session pipe` (the `playpen-driver` role's right).
-    Exec,
-}
 
 impl Via {
     /// How a message names the way.
