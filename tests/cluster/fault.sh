@@ -7,9 +7,11 @@
 #
 # NAME is a component with a pid file: etcd, kube-apiserver,
 # kube-controller-manager, containerd, kube-scheduler, kubelet, kube-proxy.
-# The process is started again with the command line it had (read from
-# /proc before it stopped), through the same launch() as at start, so
-# stop.sh and pid_of still find it. Prints the new pid.
+# The process is started again with the command line and the PATH it had
+# (read from /proc before it stopped: containerd finds the gVisor shim
+# through the PATH start-node.sh gave it; nothing else of its environment,
+# which launch() would print into the log), through the same launch() as at
+# start, so stop.sh and pid_of still find it. Prints the new pid.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
@@ -27,6 +29,7 @@ esac
 pid="$(pid_of "$name")" || die "${name} is not running in ${STATE} (no live pid file)"
 mapfile -d '' argv <"/proc/${pid}/cmdline"
 ((${#argv[@]} > 0)) || die "cannot read the command line of ${name} (pid ${pid})"
+path="$(tr '\0' '\n' <"/proc/${pid}/environ" | sed -n 's/^PATH=//p' | head -n 1)"
 cwd="$(readlink "/proc/${pid}/cwd")"
 
 log "${action} ${name} (pid ${pid}), down for ${down} s"
@@ -42,7 +45,8 @@ if [[ -d "/proc/${pid}" ]]; then
 fi
 sleep "$down"
 cd "$cwd"
-launch "$name" "${argv[@]}"
+# env execs the command itself: the pid file still names ${name}'s process.
+launch "$name" env "PATH=${path:-$PATH}" "${argv[@]}"
 sleep 1
 launched_alive "$name" || die "${name} exited right after it was started again; see ${LOGS}/${name}.log"
 cat "${RUN}/${name}.pid"

@@ -147,16 +147,18 @@ async fn allow_list_only(client: &Client, ns: &str, allowed_ip: &str, other_ip: 
     plugin_shows_the_log(ns, name, other_ip).await.context("kubectl playpen egress")?;
 
     // A deny added to the running session refuses the allowed name: same Pod,
-    // same container (the kubelet refreshes the ConfigMap within about a
-    // minute, the runtime re-reads it every 30 s).
+    // same container. The kubelet refreshes a mounted ConfigMap at its Pod
+    // sync (every minute, jittered: about 60 s here), then the runtime
+    // re-reads it within 30 s; a busy node is slower.
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let before = pods.get(&pod).await?;
-    let patch = json!({"spec": {"network": {"egress": {"denyHosts": [ALLOWED_HOST]}}}});
+    // With its port: a rule without one means 80 and 443 only.
+    let patch = json!({"spec": {"network": {"egress": {"denyHosts": [format!("{ALLOWED_HOST}:{PORT}")]}}}});
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
     sessions.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
     let t0 = Instant::now();
     let again = format!("{allowed}after-deny");
-    eventually(Duration::from_secs(120), || async {
+    eventually(Duration::from_secs(240), || async {
         let _ = exec(ns, &pod, BROWSER, &["playwright-cli", "goto", &again]).await?;
         let records = egress_log(ns, &pod).await?;
         ensure!(
@@ -168,8 +170,11 @@ async fn allow_list_only(client: &Client, ns: &str, allowed_ip: &str, other_ip: 
     .await
     .context("the deny applies to the running browser")?;
     eprintln!("e2e: denyHosts applied to the running browser after {:?}", t0.elapsed());
+    // Requests before the rule arrived reached the fixture; none after it.
+    let denied = format!("{allowed}denied-now");
+    let _ = exec(ns, &pod, BROWSER, &["playwright-cli", "goto", &denied]).await?;
     let log = kubectl(&["logs", "-n", ns, ALLOWED_FIXTURE]).await?.ok("the allowed fixture's log")?;
-    ensure!(!log.contains("/after-deny"), "the denied name was reached:\n{log}");
+    ensure!(!log.contains("/denied-now"), "the denied name was reached once the rule applied:\n{log}");
     let after = pods.get(&pod).await?;
     ensure!(after.uid() == before.uid(), "the Pod was replaced");
     ensure!(restarts(&after) == restarts(&before), "the browser container restarted: {:?}", restarts(&after));
