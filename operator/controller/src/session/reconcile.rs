@@ -187,6 +187,7 @@ async fn dereference(
     let children = children::build(session, id, &ctx.settings)?;
     let pod_name = children.pod.name_any();
     let uid = bs.meta().uid.as_deref().unwrap_or_default();
+    let pod_cached = target.cache.pods.get(&id.namespace, &pod_name).is_some();
     let facts = Facts {
         browser,
         auth_state: session.spec.auth_state.is_some(),
@@ -194,12 +195,17 @@ async fn dereference(
         gave_up: bs.status.as_ref().and_then(|s| s.pod_replacements.as_ref()).is_some_and(|d| d.gave_up),
         untouched,
         baseline,
-        pod_cached: target.cache.pods.get(&id.namespace, &pod_name).is_some(),
+        pod_cached,
         deferred,
-        created_unseen: target
-            .cache
-            .own
-            .awaits(&Key::new(uid, own_writes::kind::<Pod>(), &id.namespace, &pod_name), cache::CREATED_POD_EXPECTED),
+        // A cached Pod is one the watch has shown. Its events can all come
+        // before the create's answer is recorded (kwok binds and readies a
+        // Pod within milliseconds): the record alone would then hold the
+        // status at the Pod as built, with no event left to wake it.
+        created_unseen: !pod_cached
+            && target.cache.own.awaits(
+                &Key::new(uid, own_writes::kind::<Pod>(), &id.namespace, &pod_name),
+                cache::CREATED_POD_EXPECTED,
+            ),
         recorded: bs.status.as_ref().is_some_and(|s| s.pod_name.is_some()),
         burst: ctx.burst.yields(uid, age(bs, now)),
     };
