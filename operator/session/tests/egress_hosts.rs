@@ -13,7 +13,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,19 +38,7 @@ impl Host {
             for conn in listener.incoming().flatten() {
                 let (log, redirect_to) = (log.clone(), redirect_to.clone());
                 std::thread::spawn(move || {
-                    let mut reader = BufReader::new(conn.try_clone().unwrap());
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).is_err() {
-                        return;
-                    }
-                    let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                    loop {
-                        let mut header = String::new();
-                        match reader.read_line(&mut header) {
-                            Ok(n) if n > 2 => continue,
-                            _ => break,
-                        }
-                    }
+                    let Some(path) = request_path(&conn) else { return };
                     log.lock().unwrap().push(path.clone());
                     let body = format!("<html><head><title>port {port}</title></head><body>hello</body></html>");
                     let (status, extra) = match (path.as_str(), &redirect_to) {

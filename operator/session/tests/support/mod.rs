@@ -87,12 +87,12 @@ impl Fixture {
     }
 }
 
-fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>, main: &str, next: &str) {
+/// The path of the HTTP request `conn` sends (its headers read and
+/// dropped); `None` when no request line arrives.
+pub fn request_path(conn: &TcpStream) -> Option<String> {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
-        return;
-    }
+    reader.read_line(&mut line).ok()?;
     let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
     loop {
         let mut header = String::new();
@@ -101,6 +101,11 @@ fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>, main: &str, next: &str) {
             _ => break,
         }
     }
+    Some(path)
+}
+
+fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>, main: &str, next: &str) {
+    let Some(path) = request_path(&conn) else { return };
     seen.lock().unwrap().push(path.clone());
     let (status, body) = match path.as_str() {
         "/" => ("200 OK", main),
