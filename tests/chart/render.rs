@@ -109,6 +109,10 @@ fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
     assert!(listed.contains("value: \"team-a,team-b\""));
     assert!(!listed.contains("kind: ClusterRoleBinding"), "no cluster-wide grant when namespaces are listed");
     assert!(defaults.contains("name: PLAYPEN_DNS_POD_LABELS\n              value: \"k8s-app=kube-dns\""));
+    // The operator's own Pod labels, which sessions with host rules admit to their egress report.
+    assert!(defaults.contains(
+        "name: PLAYPEN_OPERATOR_POD_LABELS\n              value: \"app.kubernetes.io/instance=pp,app.kubernetes.io/name=playpen-operator\""
+    ));
     let network = helm(&[
         "template",
         "pp",

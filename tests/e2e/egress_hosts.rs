@@ -1,10 +1,13 @@
 //! Host-name egress (issue 36) on the kubelet: a session whose
 //! `allowHosts` admit `*.allowed.test` reaches an allowed fixture by name
 //! and no other, whatever the page tries (a navigation, `fetch()`, an
-//! `<img>`); a name mapped to the API server's Service address is refused
-//! at the CIDR floor even in `Internet` mode; a `denyHosts` change applies
+//! `<img>`, a WebSocket, a redirect from the allowed host); a WebRTC offer
+//! sends no UDP even to an address the NetworkPolicy admits; a name mapped
+//! to the API server's Service address is refused at the CIDR floor even in
+//! `Internet` mode; a `denyHosts` change applies
 //! to the running browser without a restart; `recordings/egress.jsonl` and
-//! `kubectl playpen egress` show each attempt with its rule.
+//! `kubectl playpen egress` show each attempt with its rule; the operator
+//! announces the refusals in one `EgressRefused` Event.
 //!
 //! The test cluster has no DNS: names map to the fixture Services' addresses
 //! through `spec.pod.hostAliases` (the Pod's /etc/hosts, which the proxy's
@@ -17,8 +20,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context as _};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
 use playpen_api::layout::{EGRESS_LOG_FILE, RECORDINGS_DIR};
 use playpen_api::BrowserSession;
@@ -118,8 +121,16 @@ async fn allow_list_only(client: &Client, ns: &str, allowed_ip: &str, other_ip: 
         text.contains("net::ERR_") || shown.contains("refused (mode AllowListOnly)"),
         "goto {other} was neither a network error nor the proxy's refusal:\n{text}\n{shown}"
     );
+    websockets_reach_allowed_hosts_only(ns, &pod).await.context("WebSockets")?;
+    // A redirect from an allowed host to a refused one stops at the proxy.
+    let bounce = format!("{allowed}redirect?to={}", urlencode(&format!("{other}after-redirect")));
+    let out = exec(ns, &pod, BROWSER, &["playwright-cli", "goto", &bounce]).await?;
+    fixture_saw(ns, ALLOWED_FIXTURE, "GET /redirect?to=").await.context("the allowed host answered the redirect")?;
+    let text = format!("{}{}", out.stdout, out.stderr);
+    ensure!(!text.contains("Page Title: Playpen fixture"), "the redirect to {other} loaded:\n{text}");
+    webrtc_sends_no_udp(client, ns, &pod).await.context("WebRTC")?;
     let log = kubectl(&["logs", "-n", ns, OTHER_FIXTURE]).await?.ok("the other fixture's log")?;
-    ensure!(!log.contains("GET /"), "{ns}/{OTHER_FIXTURE} was reached:\n{log}");
+    ensure!(!log.contains("GET /") && !log.contains("UPGRADE"), "{ns}/{OTHER_FIXTURE} was reached:\n{log}");
 
     // The log names each attempt and its rule. The allowed fixture's address
     // is admitted by allowCIDRs, which the log names first (every cluster
@@ -141,8 +152,9 @@ async fn allow_list_only(client: &Client, ns: &str, allowed_ip: &str, other_ip: 
                     && r["address"] == other_ip
             })
             .count()
-            >= 3,
-        "the fetch(), the <img> and the navigation to {OTHER_HOST} are each logged refused: {records:#?}"
+            >= 5,
+        "the fetch(), the <img>, the navigation, the WebSocket and the redirect to {OTHER_HOST} are each \
+         logged refused: {records:#?}"
     );
     plugin_shows_the_log(ns, name, other_ip).await.context("kubectl playpen egress")?;
 
@@ -178,7 +190,28 @@ async fn allow_list_only(client: &Client, ns: &str, allowed_ip: &str, other_ip: 
     let after = pods.get(&pod).await?;
     ensure!(after.uid() == before.uid(), "the Pod was replaced");
     ensure!(restarts(&after) == restarts(&before), "the browser container restarted: {:?}", restarts(&after));
-    Ok(())
+    refusals_are_announced(client, ns, name).await.context("the EgressRefused Event")
+}
+
+/// The operator reads the runtime's egress report (through the one ingress
+/// the session's NetworkPolicy admits) and says what was refused in an
+/// `EgressRefused` Event naming the refused host.
+async fn refusals_are_announced(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let other = format!("{OTHER_HOST}:{PORT}");
+    eventually(Duration::from_secs(150), || async {
+        let listed = events.list(&ListParams::default().fields(&format!("involvedObject.name={name}"))).await?;
+        let notes: Vec<String> = listed
+            .items
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("EgressRefused"))
+            .filter_map(|e| e.message.clone())
+            .collect();
+        ensure!(notes.iter().any(|n| n.contains(&other) && n.contains("mode AllowListOnly")), "{notes:?}");
+        ensure!(notes.len() == 1, "one Event within five minutes, not one per attempt: {notes:?}");
+        Ok(())
+    })
+    .await
 }
 
 /// An `Internet` session with a deny rule (so the proxy runs) maps an
@@ -206,6 +239,59 @@ async fn api_server_by_name(client: &Client, ns: &str) -> anyhow::Result<()> {
     ensure!(refused["rule"].as_str().is_some_and(|r| r.starts_with("denied range ")), "{refused}");
     ensure!(refused["port"] == 443, "{refused}");
     Ok(())
+}
+
+/// A page's WebSocket opens to an allowed host (through the proxy's
+/// CONNECT) and fails to a refused one, which sees no upgrade.
+async fn websockets_reach_allowed_hosts_only(ns: &str, pod: &str) -> anyhow::Result<()> {
+    let open = |url: String| {
+        format!(
+            "() => new Promise((done) => {{ const ws = new WebSocket('{url}'); \
+             const t = setTimeout(() => done('timeout'), 8000); \
+             ws.onopen = () => {{ clearTimeout(t); ws.close(); done('open'); }}; \
+             ws.onerror = () => {{ clearTimeout(t); done('error'); }}; }})"
+        )
+    };
+    let allowed = eval(ns, pod, &open(format!("ws://{ALLOWED_HOST}:{PORT}/ws-allowed"))).await?;
+    ensure!(allowed.contains("open"), "a WebSocket to {ALLOWED_HOST}: {allowed}");
+    fixture_saw(ns, ALLOWED_FIXTURE, "UPGRADE /ws-allowed").await?;
+    let other = eval(ns, pod, &open(format!("ws://{OTHER_HOST}:{PORT}/ws-refused"))).await?;
+    ensure!(other.contains("error") && !other.contains("open"), "a WebSocket to {OTHER_HOST}: {other}");
+    Ok(())
+}
+
+/// A page's WebRTC offer with a STUN server at the allowed fixture's Pod
+/// address (which the NetworkPolicy admits, by `allowPeers`, for UDP too):
+/// the browser sends no UDP at all, since non-proxied UDP is off whenever
+/// host rules apply; the fixture logs every datagram it gets.
+async fn webrtc_sends_no_udp(client: &Client, ns: &str, pod: &str) -> anyhow::Result<()> {
+    let fixture = Api::<Pod>::namespaced(client.clone(), ns).get(ALLOWED_FIXTURE).await?;
+    let fixture_ip = fixture.status.and_then(|s| s.pod_ip).context("the allowed fixture has no Pod address")?;
+    let offer = format!(
+        "async () => {{ const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:{fixture_ip}:{PORT}'}}]}}); \
+         const seen = []; pc.onicecandidate = (e) => {{ if (e.candidate) seen.push(e.candidate.candidate); }}; \
+         pc.createDataChannel('probe'); await pc.setLocalDescription(await pc.createOffer()); \
+         await new Promise((done) => {{ const t = setTimeout(done, 5000); \
+           pc.onicegatheringstatechange = () => {{ if (pc.iceGatheringState === 'complete') {{ clearTimeout(t); done(); }} }}; }}); \
+         pc.close(); return 'candidates ' + JSON.stringify(seen); }}"
+    );
+    let candidates = eval(ns, pod, &offer).await?;
+    ensure!(candidates.contains("candidates"), "the WebRTC offer did not run: {candidates}");
+    eprintln!("e2e: WebRTC with host rules gathered {}", candidates.trim());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let log = kubectl(&["logs", "-n", ns, ALLOWED_FIXTURE]).await?.ok("the allowed fixture's log")?;
+    ensure!(!log.contains("UDP "), "the browser sent UDP to {fixture_ip}:{PORT}:\n{log}");
+    Ok(())
+}
+
+/// `text` with everything but unreserved characters percent-encoded.
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// `playwright-cli --raw eval <function>` on the page: its result only

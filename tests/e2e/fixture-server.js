@@ -5,7 +5,14 @@
 // `/colour` is one solid colour under an invisible full-page button that
 // turns it another colour: what a viewer's screencast shows can be read from
 // one pixel, and a click through the viewer changes it.
+// `/redirect?to=URL` answers 302 to URL (a redirect from an allowed host to
+// a refused one); a WebSocket upgrade on any path is accepted and logged
+// (`UPGRADE /path`); every UDP datagram to port 8080 is logged (`UDP n
+// bytes from ...`), so a page's WebRTC/STUN attempt that left the browser
+// shows in the log.
 'use strict';
+const crypto = require('crypto');
+const dgram = require('dgram');
 const http = require('http');
 let clicks = 0;
 const page = `<!doctype html><html><head><title>Playpen fixture</title></head><body>
@@ -30,10 +37,24 @@ http.createServer((req, res) => {
     clicks += 1;
     console.log(`click ${clicks}`);
     res.end('ok');
+  } else if (req.method === 'GET' && req.url.startsWith('/redirect?to=')) {
+    res.writeHead(302, { location: decodeURIComponent(req.url.slice('/redirect?to='.length)) });
+    res.end();
   } else if (req.url === '/clicks') {
     res.end(String(clicks));
   } else {
     res.writeHead(404);
     res.end();
   }
+}).on('upgrade', (req, socket) => {
+  console.log(`UPGRADE ${req.url} from ${req.socket.remoteAddress}`);
+  const accept = crypto.createHash('sha1')
+    .update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+  socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+    `Sec-WebSocket-Accept: ${accept}\r\n\r\n`);
+  socket.on('error', () => {});
+  socket.on('data', () => {});
 }).listen(8080, () => console.log('fixture listening on 8080'));
+dgram.createSocket('udp4')
+  .on('message', (msg, from) => console.log(`UDP ${msg.length} bytes from ${from.address}:${from.port}`))
+  .bind(8080);

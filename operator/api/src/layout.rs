@@ -52,6 +52,11 @@ pub const READINESS_PROBE_TIMEOUT_SECONDS: i32 = 3;
 pub const READINESS_PORT: u16 = 9321;
 /// The path the kubelet asks on [`READINESS_PORT`].
 pub const READINESS_PATH: &str = "/readyz";
+/// The path on [`READINESS_PORT`] where the runtime answers what its egress
+/// proxy counted ([`crate::egress_report::EgressReport`] as JSON; 404
+/// without host rules). The operator reads it; a NetworkPolicy admits the
+/// operator's Pods to this port only for sessions with host rules.
+pub const EGRESS_REPORT_PATH: &str = "/egress";
 /// Where the container writes its termination message.
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 /// `HOME` in the Pod: a directory under [`DATA_HOME`] (the root filesystem is

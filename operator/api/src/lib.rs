@@ -4,6 +4,7 @@
 
 pub mod cidr;
 pub mod egress_hosts;
+pub mod egress_report;
 pub mod layout;
 pub mod naming;
 pub mod quantity;

@@ -25,6 +25,7 @@ use tracing::info;
 use crate::cache::{self, CachedPod, Caches};
 use crate::children;
 use crate::claim;
+use crate::egress_watch;
 use crate::error::Result;
 use crate::own_writes::{Key, OwnWrites};
 use crate::runtime::metrics::PhaseLabels;
@@ -242,7 +243,7 @@ pub async fn run_with<R, F>(
     let controllers: Vec<_> =
         runtime::targets(namespaces).iter().map(|ns| controller_for(&ctx.client, ns.as_deref(), &mut caches)).collect();
     ctx.set_caches(caches);
-    let stores = controllers.iter().map(Controller::store).collect();
+    let stores: Vec<Store<BrowserSession>> = controllers.iter().map(Controller::store).collect();
     let slots = Arc::new(tokio::sync::Semaphore::new(usize::from(RECONCILE_CONCURRENCY)));
     let controllers = controllers
         .into_iter()
@@ -274,5 +275,16 @@ pub async fn run_with<R, F>(
         })
         .collect();
     info!(?namespaces, "starting the session controllers");
-    runtime::run("session", controllers, ctx.clone(), keep_books(stores, ctx), shutdown).await;
+    // Beside the bookkeeping: both read the session caches and end with the controllers.
+    let books = futures::future::join(keep_books(stores.clone(), ctx.clone()), egress_watch::run(stores, ctx.clone()));
+    runtime::run(
+        "session",
+        controllers,
+        ctx.clone(),
+        async move {
+            books.await;
+        },
+        shutdown,
+    )
+    .await;
 }

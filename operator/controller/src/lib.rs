@@ -27,6 +27,7 @@ pub mod claim;
 pub mod context;
 pub mod controller;
 pub mod crd;
+pub mod egress_watch;
 pub mod error;
 #[cfg(test)]
 pub(crate) mod fixtures;

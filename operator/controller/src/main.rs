@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use playpen_operator::children::{parse_browser_resources, Cidr, DnsPeer, EgressDefaults, SeccompChoice, Settings};
+use playpen_operator::children::{
+    parse_browser_resources, Cidr, DnsPeer, EgressDefaults, PodPeer, SeccompChoice, Settings,
+};
 use playpen_operator::operator::{self, Config};
 use playpen_operator::recovery::RecoveryBudget;
 use playpen_operator::runtime::leader::LeaseConfig;
@@ -64,6 +66,12 @@ struct RunArgs {
     /// Resolvers outside the Pod network (node-local caches), as CIDRs, comma-separated.
     #[arg(long, env = "PLAYPEN_DNS_CIDRS", value_delimiter = ',', default_value = "")]
     dns_cidrs: Vec<String>,
+    /// Labels of the operator's own Pods, as key=value pairs, comma-separated:
+    /// sessions with host rules admit these Pods (in the operator's
+    /// namespace) to their runtime's readiness port, where the operator
+    /// reads the egress report. Empty (out of the cluster): no ingress, no report.
+    #[arg(long, env = "PLAYPEN_OPERATOR_POD_LABELS", value_delimiter = ',', default_value = "")]
+    operator_pod_labels: Vec<String>,
     /// Elect a leader through a Lease (needed with more than one replica).
     #[arg(long, env = "PLAYPEN_LEADER_ELECTION", default_value_t = false)]
     leader_election: bool,
@@ -169,6 +177,10 @@ async fn main() -> anyhow::Result<()> {
             namespace: args.dns_namespace,
             pod_labels: labels(&args.dns_pod_labels).context("--dns-pod-labels (chart value network.dns.podLabels)")?,
             cidrs: cidrs(&args.dns_cidrs).context("--dns-cidrs (chart value network.dns.cidrs)")?,
+        },
+        report_reader: {
+            let pod_labels = labels(&args.operator_pod_labels).context("--operator-pod-labels")?;
+            (!pod_labels.is_empty()).then(|| PodPeer { namespace: args.lease_namespace.clone(), pod_labels })
         },
     };
     let browser_resources = parse_browser_resources(&args.browser_resources)

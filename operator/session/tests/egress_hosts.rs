@@ -160,6 +160,30 @@ fn a_page_reaches_allowed_hosts_only_and_a_rule_change_applies_without_a_restart
     let refused_b = decided(&session, b).iter().filter(|(verdict, _)| verdict == "refused").count();
     assert!(refused_b >= 4, "the fetch, <img>, navigation and redirect are all logged: {:?}", egress_log(&session));
 
+    // A WebRTC offer with a STUN server sends it no UDP (the proxy cannot
+    // see UDP). Without the switch Chromium 156 reads, it sent four datagrams.
+    let stun = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    stun.set_nonblocking(true).expect("nonblocking");
+    let stun_port = stun.local_addr().expect("addr").port();
+    let offer = session.cli(&[
+        "--raw",
+        "eval",
+        &format!(
+            "async () => {{ const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{stun_port}'}}]}}); \
+             const seen = []; pc.onicecandidate = (e) => {{ if (e.candidate) seen.push(e.candidate.candidate); }}; \
+             pc.createDataChannel('probe'); await pc.setLocalDescription(await pc.createOffer()); \
+             await new Promise((done) => {{ const t = setTimeout(done, 3000); \
+               pc.onicegatheringstatechange = () => {{ if (pc.iceGatheringState === 'complete') {{ clearTimeout(t); done(); }} }}; }}); \
+             pc.close(); return 'candidates ' + JSON.stringify(seen); }}"
+        ),
+    ]);
+    let offered = String::from_utf8_lossy(&offer.stdout).into_owned();
+    assert!(offered.contains("candidates"), "the offer did not run: {offered}");
+    std::thread::sleep(Duration::from_millis(500));
+    let mut datagram = [0u8; 512];
+    let sent = stun.recv_from(&mut datagram);
+    assert!(sent.is_err(), "the browser sent UDP to the STUN server: {sent:?} ({offered})");
+
     // The rules change in runtime.json: the same browser now reaches the other
     // host and is refused the first one, by a deny that wins over its allow.
     let daemon = session.daemon_pid();

@@ -40,6 +40,18 @@ pub struct EgressDefaults {
     pub deny_hosts: Vec<String>,
     /// The cluster's resolver.
     pub dns: DnsPeer,
+    /// The operator's own Pods, which read the egress report of sessions
+    /// with host rules (`None`: out of the cluster, nothing to admit).
+    pub report_reader: Option<PodPeer>,
+}
+
+/// Pods by namespace and labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodPeer {
+    /// Their namespace.
+    pub namespace: String,
+    /// Their labels.
+    pub pod_labels: BTreeMap<String, String>,
 }
 
 impl EgressDefaults {

@@ -3,7 +3,7 @@
 //! unit-tested without a cluster.
 
 mod egress_defaults;
-mod egress_hosts;
+pub mod egress_hosts;
 mod labels;
 mod launch;
 mod network;
@@ -30,8 +30,8 @@ pub use egress_hosts::egress_hosts_config;
 pub use labels::{child_labels, managed_selector, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
 pub use launch::launch_config_json;
 pub use network::{
-    baseline_policy, egress_summary, Cidr, CidrError, DnsPeer, EgressDefaults, BASELINE_POLICY, COMPONENT_BASELINE,
-    SPECIAL_RANGES,
+    baseline_policy, egress_summary, Cidr, CidrError, DnsPeer, EgressDefaults, PodPeer, BASELINE_POLICY,
+    COMPONENT_BASELINE, SPECIAL_RANGES,
 };
 pub use pod::{own_runtime_class, runtime_class, SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
 pub use resources::{browser_resources, parse_defaults as parse_browser_resources, DEFAULT_BROWSER_RESOURCES};

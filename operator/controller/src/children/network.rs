@@ -8,21 +8,24 @@
 //! range and no kube-proxy rules are written for a port nothing in the
 //! cluster may reach (measured: allocating 1,000 virtual IPs at once stalled
 //! the API server's allocator). The NetworkPolicy denies all ingress so
-//! nothing else in the cluster reaches the Pod, and limits egress to what
-//! `spec.network.egress` allows: a page in the browser reaches whatever the
-//! browser reaches.
+//! nothing else in the cluster reaches the Pod (but the operator's Pods to
+//! the readiness port, for the egress report of a session with host
+//! rules), and limits egress to what `spec.network.egress` allows: a page
+//! in the browser reaches whatever the browser reaches.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
-    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
+    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    NetworkPolicySpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub use playpen_api::cidr::{Cidr, CidrError, SPECIAL_RANGES};
 
-pub use super::egress_defaults::{DnsPeer, EgressDefaults};
+pub use super::egress_defaults::{DnsPeer, EgressDefaults, PodPeer};
+use playpen_api::layout::READINESS_PORT;
 use playpen_api::naming::MANAGER;
 use playpen_api::v1alpha1::{Egress, EgressMode, EgressPeer};
 use playpen_api::{BrowserSession, BrowserSessionSpec};
@@ -88,6 +91,12 @@ pub fn egress_rules(
     // name: with them the Pod may reach the internet minus the denied
     // ranges, and the runtime's proxy narrows the browser to those hosts.
     let proxied_hosts = !super::egress_hosts::effective_allow_hosts(egress, defaults).is_empty();
+    // With host rules the browser's traffic leaves through the proxy, which
+    // carries TCP only: the internet is opened for TCP alone, so UDP a
+    // browser should not send (WebRTC, QUIC, a compromised process) meets
+    // the NetworkPolicy too. DNS has its own rule.
+    let internet_ports = super::egress_hosts::egress_hosts_config(egress, defaults)
+        .map(|_| vec![NetworkPolicyPort { protocol: Some("TCP".into()), port: None, end_port: None }]);
     if egress.mode == EgressMode::Internet || proxied_hosts {
         for v4 in [true, false] {
             let except = defaults.denied(v4);
@@ -96,7 +105,10 @@ pub fn egress_rules(
             if except.contains(&everything) {
                 continue;
             }
-            rules.push(NetworkPolicyEgressRule { to: Some(vec![ip_block(everything, &except)]), ports: None });
+            rules.push(NetworkPolicyEgressRule {
+                to: Some(vec![ip_block(everything, &except)]),
+                ports: internet_ports.clone(),
+            });
         }
     }
     let mut to: Vec<NetworkPolicyPeer> = Vec::new();
@@ -167,7 +179,8 @@ pub fn egress_summary(egress: &Egress, defaults: &EgressDefaults) -> String {
     let proxied_hosts = !super::egress_hosts::effective_allow_hosts(egress, defaults).is_empty();
     if egress.mode == EgressMode::Internet || proxied_hosts {
         let denied: Vec<Cidr> = defaults.denied(true).into_iter().chain(defaults.denied(false)).collect();
-        parts.push(format!("the internet except {}", join(&denied)));
+        let tcp = if super::egress_hosts::egress_hosts_config(egress, defaults).is_some() { " (TCP only)" } else { "" };
+        parts.push(format!("the internet{tcp} except {}", join(&denied)));
     }
     if !egress.allow_cidrs.is_empty() {
         parts.push(format!("allowed CIDRs {}", egress.allow_cidrs.join(", ")));
@@ -179,7 +192,13 @@ pub fn egress_summary(egress: &Egress, defaults: &EgressDefaults) -> String {
         parts.push(format!("{pods} in {ns}"));
     }
     parts.extend(super::egress_hosts::host_rules_summary(egress, defaults));
-    format!("egress to {}; ingress denied", parts.join("; "))
+    let ingress = match &defaults.report_reader {
+        Some(reader) if report_reader_rule(egress, defaults).is_some() => {
+            format!("ingress only from the operator (namespace {}) to port {READINESS_PORT}", reader.namespace)
+        }
+        _ => "ingress denied".to_owned(),
+    };
+    format!("egress to {}; {ingress}", parts.join("; "))
 }
 
 fn join(cidrs: &[Cidr]) -> String {
@@ -195,6 +214,7 @@ pub fn network_policy(
     // `None`, not an empty list, for "no rule": the API server drops empty
     // lists, which would make every apply a change and a watch event.
     let egress = egress_rules(&bs.spec.network.egress, defaults)?;
+    let ingress = report_reader_rule(&bs.spec.network.egress, defaults).map(|rule| vec![rule]);
     Ok(NetworkPolicy {
         metadata: child_meta(id, &id.names.network_policy, "network-policy"),
         spec: Some(NetworkPolicySpec {
@@ -203,9 +223,31 @@ pub fn network_policy(
                 ..LabelSelector::default()
             }),
             policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
-            ingress: None,
+            ingress,
             egress,
         }),
+    })
+}
+
+/// The one ingress a session's Pod admits: the operator's Pods to the
+/// runtime's readiness port, where it reads the egress report
+/// ([`playpen_api::layout::EGRESS_REPORT_PATH`]) — only while host rules
+/// apply (without them the report is empty) and the operator runs in the
+/// cluster.
+fn report_reader_rule(egress: &Egress, defaults: &EgressDefaults) -> Option<NetworkPolicyIngressRule> {
+    let reader = defaults.report_reader.as_ref()?;
+    super::egress_hosts::egress_hosts_config(egress, defaults)?;
+    Some(NetworkPolicyIngressRule {
+        from: Some(vec![NetworkPolicyPeer {
+            namespace_selector: Some(namespace_selector(&reader.namespace)),
+            pod_selector: Some(selector(&reader.pod_labels)),
+            ..NetworkPolicyPeer::default()
+        }]),
+        ports: Some(vec![NetworkPolicyPort {
+            port: Some(IntOrString::Int(i32::from(READINESS_PORT))),
+            protocol: Some("TCP".into()),
+            end_port: None,
+        }]),
     })
 }
 
@@ -419,12 +461,51 @@ mod tests {
         assert_eq!(rules(json!({"mode": "AllowListOnly"}), &chart).expect("egress").len(), 3);
         let denied_only = json!({"mode": "AllowListOnly", "denyHosts": ["a.test"]});
         assert_eq!(rules(denied_only, &EgressDefaults::default()).expect("egress").len(), 1, "DNS only");
+        let tcp_only = Some(vec![NetworkPolicyPort { protocol: Some("TCP".into()), port: None, end_port: None }]);
+        assert!(r[1..].iter().all(|rule| rule.ports == tcp_only), "the proxy carries TCP only: so does the policy");
+        let deny_only = rules(json!({"mode": "Internet", "denyHosts": ["a.test"]}), &EgressDefaults::default());
+        assert!(deny_only.expect("egress")[1..].iter().all(|rule| rule.ports == tcp_only), "any host rule");
+        let plain = rules(json!({"mode": "Internet"}), &EgressDefaults::default()).expect("egress");
+        assert!(plain[1..].iter().all(|rule| rule.ports.is_none()), "without host rules, every protocol");
         let summary = egress_summary(&egress(listed), &EgressDefaults::default());
-        assert!(summary.contains("the internet except 10.0.0.0/8"), "{summary}");
+        assert!(summary.contains("the internet (TCP only) except 10.0.0.0/8"), "{summary}");
         assert!(
             summary.ends_with("hosts through the session runtime's proxy: allow *.example.com; ingress denied"),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn only_the_operator_reaches_the_readiness_port_and_only_with_host_rules() {
+        let reader = PodPeer {
+            namespace: "playpen-system".into(),
+            pod_labels: BTreeMap::from([("app.kubernetes.io/name".into(), "playpen".into())]),
+        };
+        let defaults = EgressDefaults { report_reader: Some(reader), ..EgressDefaults::default() };
+        let hosts = egress(json!({"mode": "AllowListOnly", "allowHosts": ["*.example.com"]}));
+        let rule = report_reader_rule(&hosts, &defaults).expect("a rule with host rules");
+        let from = rule.from.as_deref().expect("from");
+        assert_eq!(from.len(), 1);
+        assert_eq!(
+            from[0].namespace_selector.as_ref().and_then(|s| s.match_labels.clone()),
+            Some(BTreeMap::from([(NAMESPACE_NAME_LABEL.to_owned(), "playpen-system".to_owned())]))
+        );
+        assert_eq!(
+            from[0].pod_selector.as_ref().and_then(|s| s.match_labels.clone()),
+            Some(BTreeMap::from([("app.kubernetes.io/name".to_owned(), "playpen".to_owned())]))
+        );
+        let ports = rule.ports.as_deref().expect("ports");
+        assert_eq!(ports.len(), 1);
+        assert_eq!(ports[0].port, Some(IntOrString::Int(i32::from(READINESS_PORT))));
+        assert!(egress_summary(&hosts, &defaults)
+            .ends_with("ingress only from the operator (namespace playpen-system) to port 9321"));
+        // Denied hosts alone run the proxy too.
+        assert!(report_reader_rule(&egress(json!({"mode": "Internet", "denyHosts": ["a.test"]})), &defaults).is_some());
+        // No host rules, or no operator in the cluster: no ingress at all.
+        let plain = egress(json!({"mode": "Internet"}));
+        assert!(report_reader_rule(&plain, &defaults).is_none());
+        assert!(egress_summary(&plain, &defaults).ends_with("; ingress denied"));
+        assert!(report_reader_rule(&hosts, &EgressDefaults::default()).is_none());
     }
 
     #[test]

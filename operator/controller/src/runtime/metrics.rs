@@ -45,6 +45,23 @@ pub struct ClaimLabels {
     pub result: String,
 }
 
+/// Labels of the per-session egress gauge: one series per session with
+/// host rules and per verdict and rule its proxy counted (at most
+/// [`playpen_api::egress_report::MAX_RULES`] per session), removed when the
+/// session goes. The one per-object metric: it is what a platform team
+/// alerts on ("this agent is hammering a refused host").
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EgressLabels {
+    /// The session's namespace.
+    pub namespace: String,
+    /// The session.
+    pub session: String,
+    /// `allowed`, `refused` or `failed`.
+    pub verdict: String,
+    /// The rule that decided.
+    pub rule: String,
+}
+
 /// Buckets of the claim histograms, 5 ms to 60 s: a claim is one list and
 /// one patch (milliseconds); a wait for a cold or warming browser takes
 /// seconds to a minute.
@@ -83,6 +100,11 @@ pub struct Metrics {
     pub warm_pods_yielded: Counter,
     /// Entries in the session controller's per-object records, by record.
     pub tracked: Family<TrackedLabels, Gauge>,
+    /// Connection attempts of each session with host rules, as its runtime
+    /// counted them since it started (read every minute).
+    pub session_egress: Family<EgressLabels, Gauge>,
+    /// `EgressRefused` Events published.
+    pub egress_refused_events: Counter,
     registry: Registry,
 }
 
@@ -101,6 +123,18 @@ impl Default for Metrics {
         let sessions_waiting_for_room = Gauge::default();
         let warm_pods_yielded = Counter::default();
         let tracked = Family::<TrackedLabels, Gauge>::default();
+        let session_egress = Family::<EgressLabels, Gauge>::default();
+        let egress_refused_events = Counter::default();
+        registry.register(
+            "session_egress_connections",
+            "Connection attempts of a session with host rules through its runtime's egress proxy, by verdict and rule, since the runtime started (read every minute)",
+            session_egress.clone(),
+        );
+        registry.register(
+            "egress_refused_events",
+            "EgressRefused Events published (at most one per session per five minutes)",
+            egress_refused_events.clone(),
+        );
         registry.register("reconciles", "BrowserSession reconciles started", reconciles.clone());
         registry.register("reconcile_errors", "BrowserSession reconciles that failed, by error", failures.clone());
         registry.register(
@@ -150,6 +184,8 @@ impl Default for Metrics {
             sessions_waiting_for_room,
             warm_pods_yielded,
             tracked,
+            session_egress,
+            egress_refused_events,
             registry,
         }
     }

@@ -95,7 +95,8 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "runtime started");
     // First: the kubelet's first probe is held, not refused, while the checks run.
     let (tell_readiness, readiness_config) = watch::channel(None);
-    tokio::spawn(health::serve(health::bind_at(opts.readiness_addr())?, readiness_config));
+    let tally = Arc::new(egress_proxy::Tally::default());
+    tokio::spawn(health::serve(health::bind_at(opts.readiness_addr())?, readiness_config, tally.clone()));
     let prepared = prepare::prepare(opts)?;
     let config = &prepared.config;
     // A replacement Pod or a restarted container of a session whose lifetime
@@ -158,7 +159,7 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     let proxied = egress.is_some();
     if let Some((bound, live)) = egress {
         let (tell, live) = watch::channel(Arc::new(live));
-        let log = Arc::new(egress_proxy::log_for(Path::new(&config.output_dir)));
+        let log = Arc::new(egress_proxy::log_for(Path::new(&config.output_dir), tally));
         tokio::spawn(egress_proxy::serve(bound, live, log, egress_proxy::LIMITS));
         tokio::spawn(egress_proxy::follow(opts.config.clone().into(), tell, opts.retention_interval()));
     }

@@ -4,7 +4,13 @@
 //! process. An idle session then costs the node no process start per probe.
 //!
 //! Anyone who reaches the Pod's address learns one bit (ready or not) and
-//! nothing else: the reason goes to this runtime's log, once per change. A
+//! nothing else: the reason goes to this runtime's log, once per change.
+//! `GET /egress` answers what the egress proxy counted
+//! ([`playpen_api::egress_report`], empty without host rules): the
+//! operator reads it for Events and metrics. Only the node, the operator's
+//! Pods (admitted by the session's NetworkPolicy when host rules apply) and
+//! the session's own processes reach this port, and each already knows or
+//! may know where the session's browser went. A
 //! request's size, the time it may take and the connections open at once are
 //! bounded, so a client in the Pod's network (the page, an agent) can slow
 //! only its own session's probe.
@@ -13,12 +19,13 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use playpen_api::layout::READINESS_PATH;
+use playpen_api::layout::{EGRESS_REPORT_PATH, READINESS_PATH};
 use playpen_api::runtime_config::RuntimeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
+use super::egress_proxy::Tally;
 use crate::error::Fatal;
 use crate::probe;
 
@@ -65,7 +72,7 @@ impl LastVerdict {
 /// those checks: the kubelet probes a container as soon as it starts, and a
 /// probe refused then would leave a fresh session unready for a whole probe
 /// period after its browser is up; a probe that arrives early is held.
-pub async fn serve(listener: TcpListener, config: watch::Receiver<Option<RuntimeConfig>>) {
+pub async fn serve(listener: TcpListener, config: watch::Receiver<Option<RuntimeConfig>>, tally: Arc<Tally>) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let last = Arc::new(LastVerdict::default());
     loop {
@@ -78,9 +85,9 @@ pub async fn serve(listener: TcpListener, config: watch::Receiver<Option<Runtime
             drop(stream);
             continue;
         };
-        let (config, last) = (config.clone(), last.clone());
+        let (config, last, tally) = (config.clone(), last.clone(), tally.clone());
         tokio::spawn(async move {
-            answer(stream, config, &last).await;
+            answer(stream, config, &last, &tally).await;
             drop(slot);
         });
     }
@@ -91,6 +98,8 @@ pub async fn serve(listener: TcpListener, config: watch::Receiver<Option<Runtime
 enum Request {
     /// `GET /readyz` (any query string, any headers).
     Readiness,
+    /// `GET /egress`.
+    EgressReport,
     /// Anything else that ended its head.
     Other,
 }
@@ -122,6 +131,8 @@ fn classify(head: &[u8]) -> Request {
     let path = target.split(|b| *b == b'?').next().unwrap_or_default();
     if path == READINESS_PATH.as_bytes() {
         Request::Readiness
+    } else if path == EGRESS_REPORT_PATH.as_bytes() {
+        Request::EgressReport
     } else {
         Request::Other
     }
@@ -142,21 +153,25 @@ async fn verdict(config: &mut watch::Receiver<Option<RuntimeConfig>>) -> Result<
     }
 }
 
-async fn answer(mut stream: TcpStream, mut config: watch::Receiver<Option<RuntimeConfig>>, last: &LastVerdict) {
+async fn answer(
+    mut stream: TcpStream,
+    mut config: watch::Receiver<Option<RuntimeConfig>>,
+    last: &LastVerdict,
+    tally: &Tally,
+) {
     let Some(request) = read_head(&mut stream).await else { return };
-    let status = match request {
-        Request::Other => "404 Not Found",
+    let (status, body) = match request {
+        Request::Other => ("404 Not Found", String::new()),
+        Request::EgressReport => ("200 OK", serde_json::to_string(&tally.report()).unwrap_or_default()),
         Request::Readiness => {
             let verdict = verdict(&mut config).await;
             last.note(&verdict);
-            if verdict.is_ok() {
-                "200 OK"
-            } else {
-                "503 Service Unavailable"
-            }
+            (if verdict.is_ok() { "200 OK" } else { "503 Service Unavailable" }, String::new())
         }
     };
-    let response = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let kind = if body.is_empty() { "" } else { "Content-Type: application/json\r\n" };
+    let response =
+        format!("HTTP/1.1 {status}\r\n{kind}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
     let _ = tokio::time::timeout(WRITE_WITHIN, stream.write_all(response.as_bytes())).await;
     let _ = tokio::time::timeout(WRITE_WITHIN, stream.shutdown()).await;
 }
@@ -192,7 +207,7 @@ mod tests {
         let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
         let (_, known) = watch::channel(Some(config));
-        tokio::spawn(serve(listener, known));
+        tokio::spawn(serve(listener, known, Arc::default()));
         addr
     }
 
@@ -204,7 +219,7 @@ mod tests {
         let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
         let (tell, known) = watch::channel(None);
-        tokio::spawn(serve(listener, known));
+        tokio::spawn(serve(listener, known, Arc::default()));
         let started = Instant::now();
         let early = tokio::spawn(ask(addr, PROBE));
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -220,7 +235,7 @@ mod tests {
         let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
         let (_tell, known) = watch::channel(None);
-        tokio::spawn(serve(listener, known));
+        tokio::spawn(serve(listener, known, Arc::default()));
         let answer = ask(addr, PROBE).await;
         assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
     }
@@ -285,6 +300,20 @@ mod tests {
         };
         assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
         assert!(started.elapsed() >= READ_WITHIN / 2, "the slots were full until the silent clients timed out");
+    }
+
+    #[tokio::test]
+    async fn the_egress_report_is_json_and_answered_before_the_configuration_is_known() {
+        let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (_tell, known) = watch::channel(None);
+        tokio::spawn(serve(listener, known, Arc::default()));
+        let answer = ask(addr, b"GET /egress HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(answer.contains("Content-Type: application/json\r\n"), "{answer}");
+        let body = answer.split("\r\n\r\n").nth(1).unwrap();
+        let report: playpen_api::egress_report::EgressReport = serde_json::from_str(body).unwrap();
+        assert_eq!(report, playpen_api::egress_report::EgressReport::default());
     }
 
     #[test]

@@ -19,12 +19,16 @@ const OWNED_PREFIXES: [&str; 7] = [
 ];
 
 /// Chromium's switches for the proxy on 127.0.0.1:`port` (docs/egress-hosts.md says why each).
-pub(crate) fn proxy_args(port: u16) -> [String; 4] {
+pub(crate) fn proxy_args(port: u16) -> [String; 5] {
     [
         format!("--proxy-server=http://127.0.0.1:{port}"),
         // Removes the implicit loopback bypass: a page's http://localhost meets the rules too.
         "--proxy-bypass-list=<-loopback>".to_owned(),
-        // WebRTC may not send UDP the proxy cannot see.
+        // WebRTC may not send UDP the proxy cannot see. Chromium 156 reads
+        // this one (measured: with only the `--force-` spelling a page's STUN
+        // request still left the browser; the node e2e caught it); the older
+        // spelling stays for older builds.
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp".to_owned(),
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".to_owned(),
         // HTTP/3 is UDP, which an HTTP proxy does not carry.
         "--disable-quic".to_owned(),
@@ -90,6 +94,7 @@ mod tests {
                 "--lang=de",
                 "--proxy-server=http://127.0.0.1:40123",
                 "--proxy-bypass-list=<-loopback>",
+                "--webrtc-ip-handling-policy=disable_non_proxied_udp",
                 "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
                 "--disable-quic"
             ])
@@ -100,7 +105,7 @@ mod tests {
     #[test]
     fn an_empty_config_gets_the_switches_and_a_bad_shape_is_refused() {
         let derived = with_proxy(json!({}), 1).expect("derived");
-        assert_eq!(derived["browser"]["launchOptions"]["args"].as_array().map(Vec::len), Some(4));
+        assert_eq!(derived["browser"]["launchOptions"]["args"].as_array().map(Vec::len), Some(5));
         assert!(with_proxy(json!({"browser": {"launchOptions": {"args": "x"}}}), 1).is_err());
         assert!(with_proxy(json!([]), 1).is_err());
     }

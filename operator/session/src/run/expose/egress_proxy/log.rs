@@ -6,7 +6,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -14,6 +14,8 @@ use serde::Serialize;
 pub(crate) use playpen_api::layout::EGRESS_LOG_FILE as LOG_FILE;
 use playpen_api::layout::EGRESS_LOG_MAX_BYTES as MAX_LOG_BYTES;
 use playpen_api::layout::EGRESS_LOG_ROTATED_FILE;
+
+use super::tally::Tally;
 
 /// One connection attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,12 +40,13 @@ pub(crate) struct Record {
     pub ms: u64,
 }
 
-/// Appends records to the log, one writer at a time.
+/// Appends records to the log, one writer at a time, and counts them.
 #[derive(Debug)]
 pub(crate) struct EgressLog {
     path: PathBuf,
     max_bytes: u64,
     lock: Mutex<()>,
+    tally: Arc<Tally>,
 }
 
 impl EgressLog {
@@ -54,11 +57,18 @@ impl EgressLog {
 
     /// A log at `path`, rotated past `max_bytes`.
     pub(crate) fn with_limit(path: PathBuf, max_bytes: u64) -> Self {
-        Self { path, max_bytes, lock: Mutex::new(()) }
+        Self { path, max_bytes, lock: Mutex::new(()), tally: Arc::default() }
     }
 
-    /// Appends `record`; a failure is logged, never the connection's problem.
+    /// The same log, counting into `tally` (the one the readiness endpoint reports).
+    pub(crate) fn counting_into(self, tally: Arc<Tally>) -> Self {
+        Self { tally, ..self }
+    }
+
+    /// Counts `record` and appends it; a failure to write is logged, never
+    /// the connection's problem.
     pub(crate) fn write(&self, record: &Record) {
+        self.tally.note(record);
         let Ok(mut line) = serde_json::to_vec(record) else { return };
         line.push(b'\n');
         let _held = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

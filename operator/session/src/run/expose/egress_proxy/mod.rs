@@ -11,6 +11,7 @@ mod dial;
 mod head;
 pub(crate) mod launch;
 mod log;
+mod tally;
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use tokio::sync::{watch, Semaphore};
 
 pub(crate) use dial::Policy;
 pub(crate) use log::EgressLog;
+pub use tally::Tally;
 
 /// What a hostile page may make the proxy hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,9 +68,10 @@ pub(crate) fn bind_loopback() -> std::io::Result<TcpListener> {
     TcpListener::from_std(listener)
 }
 
-/// The recordings directory's egress log for the snapshot directory `output_dir`.
-pub(crate) fn log_for(output_dir: &Path) -> EgressLog {
-    EgressLog::new(&crate::run::browser::recording::dir(output_dir))
+/// The recordings directory's egress log for the snapshot directory
+/// `output_dir`, counting into `tally`.
+pub(crate) fn log_for(output_dir: &Path, tally: Arc<Tally>) -> EgressLog {
+    EgressLog::new(&crate::run::browser::recording::dir(output_dir)).counting_into(tally)
 }
 
 /// Accepts connections for as long as the runtime runs.

@@ -35,6 +35,7 @@ struct Proxy {
     port: u16,
     tell: watch::Sender<Arc<Live>>,
     log: std::path::PathBuf,
+    tally: Arc<Tally>,
     _dir: tempfile::TempDir,
 }
 
@@ -53,9 +54,10 @@ async fn proxy(allow: &[String], deny: &[String], limits: Limits) -> Proxy {
     let listener = bind_loopback().expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let (tell, rx) = watch::channel(Arc::new(live(allow, deny)));
-    let log = Arc::new(log_for(dir.path()));
+    let tally = Arc::new(Tally::default());
+    let log = Arc::new(log_for(dir.path(), tally.clone()));
     tokio::spawn(serve(listener, rx, log, limits));
-    Proxy { port, tell, log: dir.path().join("recordings/egress.jsonl"), _dir: dir }
+    Proxy { port, tell, log: dir.path().join("recordings/egress.jsonl"), tally, _dir: dir }
 }
 
 async fn exchange(port: u16, request: &str) -> String {
@@ -86,6 +88,11 @@ async fn an_allowed_host_is_forwarded_and_a_refused_one_gets_403_and_both_are_lo
     assert_eq!((log[0]["verdict"].as_str(), log[0]["rule"].as_str()), (Some("allowed"), Some("allowHosts[0]")));
     assert!(log[0]["received"].as_u64() > Some(10) && log[0]["address"] == "127.0.0.1");
     assert_eq!((log[1]["verdict"].as_str(), log[1]["port"].as_u64()), (Some("refused"), Some(u64::from(b))));
+    // The report the operator reads counts the same attempts.
+    let report = p.tally.report();
+    assert_eq!((report.total("allowed"), report.total("refused")), (1, 1), "{report:?}");
+    assert_eq!(report.refused_hosts.len(), 1);
+    assert_eq!((report.refused_hosts[0].host.as_str(), report.refused_hosts[0].port), ("localhost", b));
 }
 
 #[tokio::test]
