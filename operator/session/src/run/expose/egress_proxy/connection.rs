@@ -10,6 +10,14 @@ use super::dial::{dial, Refusal};
 use super::head::{self, BadRequest, Kind, MAX_HEAD_BYTES};
 use super::log::{rfc3339, EgressLog, Record};
 use super::{Limits, Live};
+use crate::run::expose::relay::pump::{self, Buffers};
+
+/// 16 KiB a direction (a TLS record) while a connection idles, doubling up
+/// to 256 KiB while reads fill it. The relays' 1 MiB moves a loopback
+/// download faster still (docs/egress-hosts.md, Benchmark), but only at
+/// speeds no origin across the network reaches, and then
+/// [`Limits::max_connections`] bulk connections could hold 512 MiB, not 128.
+const BUFFERS: Buffers = Buffers { first: 16 << 10, largest: 256 << 10 };
 
 /// Reads up to the end of the head; returns it and what came after it.
 async fn read_head(client: &mut TcpStream) -> Result<(Vec<u8>, Vec<u8>), BadRequest> {
@@ -82,6 +90,14 @@ pub(crate) async fn handle(mut client: TcpStream, live: &Live, log: &EgressLog, 
             return;
         }
     };
+    // Each write passed on as it comes: with Nagle's algorithm a small one
+    // after another (a body after its head, a TLS record after the last)
+    // waited for the peer's ACK, which a browser waiting for the rest delays
+    // by 40 ms (docs/egress-hosts.md, Benchmark). The browser's side, on
+    // loopback, also gets Reno, as the viewer relay's sockets do
+    // (`pump::tune` says why); the origin's side keeps the node's.
+    pump::tune(&client);
+    let _ = dialed.stream.set_nodelay(true);
     let mut sent = rest.len() as u64;
     let opened = match &request.kind {
         Kind::Connect => client.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").await,
@@ -98,7 +114,7 @@ pub(crate) async fn handle(mut client: TcpStream, live: &Live, log: &EgressLog, 
     let mut received = 0;
     if relayed.is_ok() {
         // A reset ends the relay without its counts: the record then shows what the head carried.
-        if let Ok((up, down)) = tokio::io::copy_bidirectional(&mut client, &mut dialed.stream).await {
+        if let Ok((up, down)) = pump::relay_with(&mut client, &mut dialed.stream, BUFFERS).await {
             sent += up;
             received = down;
         }

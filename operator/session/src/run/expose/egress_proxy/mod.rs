@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use playpen_api::egress_hosts::{Floor, HostRules};
 use playpen_api::runtime_config::{EgressConfigError, RuntimeConfig};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
@@ -99,6 +100,14 @@ pub(crate) async fn serve(
             drop(slot);
         });
     }
+}
+
+/// The proxy with fixed rules and the runtime's [`LIMITS`], logging every
+/// attempt to `<recordings>/egress.jsonl`: what `examples/egress_bench/`
+/// measures (the runtime runs [`serve`] with rules [`follow`] re-reads).
+pub async fn serve_fixed(listener: TcpListener, rules: HostRules, floor: Floor, recordings: &Path) {
+    let (_tell, live) = watch::channel(Arc::new(Live { policy: Policy { rules, floor }, logged: true }));
+    serve(listener, live, Arc::new(EgressLog::new(recordings)), LIMITS).await;
 }
 
 /// Re-reads `runtime.json` every `every` and publishes changed rules. A

@@ -31,6 +31,55 @@ async fn fixture() -> u16 {
     port
 }
 
+/// A keep-alive server that writes each answer's head, then 2 ms later its
+/// body, as a server streaming its body does (or a TLS server its records).
+async fn streaming_fixture() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            s.set_nodelay(true).expect("nodelay");
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n").await;
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    let _ = s.write_all(b"hello").await;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A server answering one request with `size` bytes of `a` to `z` and
+/// closing (after the proxy's end closed, so no unread byte resets it).
+async fn large_fixture(size: usize) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n");
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(&body).await;
+                let _ = s.shutdown().await;
+                while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {}
+            });
+        }
+    });
+    port
+}
+
 struct Proxy {
     port: u16,
     tell: watch::Sender<Arc<Live>>,
@@ -63,9 +112,9 @@ async fn proxy(allow: &[String], deny: &[String], limits: Limits) -> Proxy {
 async fn exchange(port: u16, request: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
     s.write_all(request.as_bytes()).await.expect("write");
-    let mut out = String::new();
-    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out)).await;
-    out
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn records(path: &std::path::Path) -> Vec<serde_json::Value> {
@@ -147,4 +196,58 @@ async fn a_slow_sender_is_dropped_and_connections_beyond_the_bound_wait() {
     assert!(started.elapsed() >= Duration::from_millis(250), "{:?}", started.elapsed());
     let mut rest = Vec::new();
     assert_eq!(slow.read_to_end(&mut rest).await.expect("closed"), 0, "the slow sender got no answer");
+}
+
+#[tokio::test]
+async fn a_body_written_after_its_head_is_not_held_back_in_a_tunnel() {
+    const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+    let a = streaming_fixture().await;
+    let p = proxy(&[format!("localhost:{a}")], &[], LIMITS).await;
+    let mut s = TcpStream::connect(("127.0.0.1", p.port)).await.expect("connect");
+    s.set_nodelay(true).expect("nodelay");
+    s.write_all(format!("CONNECT localhost:{a} HTTP/1.1\r\nHost: localhost:{a}\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut opened = [0u8; 39];
+    s.read_exact(&mut opened).await.expect("200");
+    assert_eq!(&opened, b"HTTP/1.1 200 Connection Established\r\n\r\n");
+    let started = std::time::Instant::now();
+    for _ in 0..20 {
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.expect("write");
+        let mut answer = [0u8; ANSWER.len()];
+        s.read_exact(&mut answer).await.expect("answer");
+        assert_eq!(&answer, ANSWER);
+    }
+    // 20 answers of 2 ms each. With Nagle's algorithm on the proxy's socket
+    // the body waited for the head's ACK, which the client, waiting for the
+    // rest of the answer, delays by 40 ms: most of the 20 waited (0.8 s).
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(400), "20 answers took {took:?}");
+}
+
+#[tokio::test]
+async fn a_large_answer_arrives_whole_through_a_tunnel_and_a_forward_and_is_counted() {
+    const SIZE: usize = 8 << 20;
+    let a = large_fixture(SIZE).await;
+    let p = proxy(&[format!("localhost:{a}")], &[], LIMITS).await;
+    let answer_head = format!("HTTP/1.1 200 OK\r\nContent-Length: {SIZE}\r\nConnection: close\r\n\r\n");
+    let body: String = (0..SIZE).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let tunnel =
+        format!("CONNECT localhost:{a} HTTP/1.1\r\nHost: localhost:{a}\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    let got = exchange(p.port, &tunnel).await;
+    assert!(got == format!("HTTP/1.1 200 Connection Established\r\n\r\n{answer_head}{body}"), "{}", got.len());
+    let forward = format!("GET http://localhost:{a}/ HTTP/1.1\r\nHost: localhost:{a}\r\n\r\n");
+    let got = exchange(p.port, &forward).await;
+    assert!(got == format!("{answer_head}{body}"), "{}", got.len());
+    // Each record is written once both ends closed.
+    let mut log = records(&p.log);
+    for _ in 0..50 {
+        if log.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        log = records(&p.log);
+    }
+    let received: Vec<Option<u64>> = log.iter().map(|r| r["received"].as_u64()).collect();
+    assert_eq!(received, [Some((answer_head.len() + SIZE) as u64); 2], "{log:?}");
 }

@@ -1,9 +1,11 @@
-//! The byte pump between a viewer connection and the dashboard: each
-//! direction copied in order, end of stream passed on as a half-close (so
-//! HTTP/1.0 and WebSocket close semantics hold).
+//! The byte pump between a viewer connection and the dashboard (and of the
+//! CDP relay and the egress proxy): each direction copied in order, end of
+//! stream passed on as a half-close (so HTTP/1.0 and WebSocket close
+//! semantics hold).
 //!
-//! A userspace copy through a buffer that grows to 1 MiB, not `splice(2)`:
-//! faster and cheaper per byte (docs/session-runtime.md, Benchmark).
+//! A userspace copy through a buffer that grows (to 1 MiB for the relays),
+//! not `splice(2)`: faster and cheaper per byte (docs/session-runtime.md,
+//! Benchmark).
 
 use std::ffi::OsString;
 use std::io;
@@ -31,13 +33,25 @@ pub fn tune(stream: &TcpStream) {
     }
 }
 
+/// Where a direction's buffer starts, and where it stops growing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Buffers {
+    /// What an idle connection holds per direction.
+    pub first: usize,
+    /// What a bulk transfer moves per read/write.
+    pub largest: usize,
+}
+
+/// The viewer's and CDP's: few connections, so a bulk transfer may take 1 MiB.
+const RELAY_BUFFERS: Buffers = Buffers { first: FIRST_BUFFER, largest: LARGEST_BUFFER };
+
 /// Copies `from` → `to` until `from` ends, then half-closes `to`.
-async fn one_way<R, W>(mut from: R, mut to: W) -> io::Result<u64>
+async fn one_way<R, W>(mut from: R, mut to: W, buffers: Buffers) -> io::Result<u64>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut buffer = vec![0u8; FIRST_BUFFER];
+    let mut buffer = vec![0u8; buffers.first];
     let mut total = 0u64;
     loop {
         let read = from.read(&mut buffer).await?;
@@ -47,15 +61,15 @@ where
         }
         to.write_all(&buffer[..read]).await?;
         total += read as u64;
-        buffer.resize(grown(buffer.len(), read), 0);
+        buffer.resize(grown(buffer.len(), read, buffers.largest), 0);
     }
 }
 
 /// A buffer a read filled doubles (a bulk transfer is under way), up to
-/// [`LARGEST_BUFFER`]; otherwise it keeps its size.
-fn grown(size: usize, read: usize) -> usize {
+/// `largest`; otherwise it keeps its size.
+fn grown(size: usize, read: usize, largest: usize) -> usize {
     if read == size {
-        (size * 2).min(LARGEST_BUFFER)
+        (size * 2).min(largest)
     } else {
         size
     }
@@ -64,9 +78,14 @@ fn grown(size: usize, read: usize) -> usize {
 /// Relays both ways until both directions have ended; returns the bytes
 /// moved `a` → `b` and `b` → `a`.
 pub async fn relay(a: &mut TcpStream, b: &mut TcpStream) -> io::Result<(u64, u64)> {
+    relay_with(a, b, RELAY_BUFFERS).await
+}
+
+/// [`relay`] with buffers of these sizes.
+pub(crate) async fn relay_with(a: &mut TcpStream, b: &mut TcpStream, buffers: Buffers) -> io::Result<(u64, u64)> {
     let (a_read, a_write) = a.split();
     let (b_read, b_write) = b.split();
-    tokio::try_join!(one_way(a_read, b_write), one_way(b_read, a_write))
+    tokio::try_join!(one_way(a_read, b_write, buffers), one_way(b_read, a_write, buffers))
 }
 
 #[cfg(test)]
@@ -111,18 +130,20 @@ mod tests {
 
     #[test]
     fn the_buffer_grows_only_when_a_read_fills_it_and_stops_at_the_largest() {
-        assert_eq!(grown(FIRST_BUFFER, 5), FIRST_BUFFER);
-        assert_eq!(grown(FIRST_BUFFER, FIRST_BUFFER - 1), FIRST_BUFFER);
-        assert_eq!(grown(FIRST_BUFFER, FIRST_BUFFER), 2 * FIRST_BUFFER);
-        assert_eq!(grown(LARGEST_BUFFER / 2, LARGEST_BUFFER / 2), LARGEST_BUFFER);
-        assert_eq!(grown(LARGEST_BUFFER, LARGEST_BUFFER), LARGEST_BUFFER);
+        assert_eq!(grown(FIRST_BUFFER, 5, LARGEST_BUFFER), FIRST_BUFFER);
+        assert_eq!(grown(FIRST_BUFFER, FIRST_BUFFER - 1, LARGEST_BUFFER), FIRST_BUFFER);
+        assert_eq!(grown(FIRST_BUFFER, FIRST_BUFFER, LARGEST_BUFFER), 2 * FIRST_BUFFER);
+        assert_eq!(grown(LARGEST_BUFFER / 2, LARGEST_BUFFER / 2, LARGEST_BUFFER), LARGEST_BUFFER);
+        assert_eq!(grown(LARGEST_BUFFER, LARGEST_BUFFER, LARGEST_BUFFER), LARGEST_BUFFER);
+        assert_eq!(grown(16 << 10, 16 << 10, 256 << 10), 32 << 10);
+        assert_eq!(grown(256 << 10, 256 << 10, 256 << 10), 256 << 10, "another largest is kept to");
     }
 
     #[tokio::test]
     async fn small_frames_pass_one_by_one_and_a_bulk_transfer_after_them_is_complete() {
         let (mut writer, relay_in) = pair().await;
         let (relay_out, mut reader) = pair().await;
-        let pump = tokio::spawn(one_way(relay_in, relay_out));
+        let pump = tokio::spawn(one_way(relay_in, relay_out, RELAY_BUFFERS));
         // Small messages one at a time never fill the first buffer.
         for _ in 0..3 {
             writer.write_all(b"frame").await.unwrap();
