@@ -8,7 +8,9 @@
 # npm (tests/e2e/clients), Docker Engine, a local OCI registry
 # (distribution, built from the Go module proxy), a current Docker Engine
 # daemon (built from the Go module proxy; the OCI layout test runs it in its
-# own namespaces on a throwaway containerd), and the images
+# own namespaces on a throwaway containerd), an S3-compatible object store
+# (SeaweedFS, built from the Go module proxy, SigV4 enforced) for the
+# recording uploader, and the images
 # playpen-imagebuild builds, and a second control plane with kwok's simulated
 # nodes (kwok from the Go module proxy too). Installs what it needs; stops and purges the
 # cluster when done, so no test object outlives the run (dockerd is left
@@ -99,7 +101,7 @@ if [[ "$TIER" == apiserver ]]; then
 fi
 
 log "starting a fresh single-node cluster (state left by a demo or an earlier run is purged)"
-trap 'tests/cluster/stop.sh --purge >/dev/null 2>&1 || true; tests/imagebuild/registry.sh --stop >/dev/null 2>&1 || true' EXIT
+trap 'tests/cluster/stop.sh --purge >/dev/null 2>&1 || true; tests/imagebuild/registry.sh --stop >/dev/null 2>&1 || true; tests/objectstore/stop.sh --purge >/dev/null 2>&1 || true' EXIT
 tests/cluster/stop.sh --purge >/dev/null
 # With gVisor as the RuntimeClass `gvisor` beside runc: the gvisor suite runs the
 # end-to-end scenarios again under it.
@@ -126,6 +128,10 @@ tests/imagebuild/setup.sh >/dev/null
 log "starting the local OCI registry with htpasswd auth (image builder push test)"
 PLAYPEN_TEST_REGISTRY="$(tests/imagebuild/registry.sh | tail -n 1)"
 export PLAYPEN_TEST_REGISTRY
+
+log "starting the S3-compatible object store, SigV4 enforced (recording uploader tests)"
+PLAYPEN_TEST_OBJECTSTORE="$(tests/objectstore/start.sh | tail -n 1)"
+export PLAYPEN_TEST_OBJECTSTORE
 
 log "building a current Docker Engine daemon from the Go module proxy (image builder OCI layout test)"
 PLAYPEN_TEST_DOCKERD="$(tests/imagebuild/engine-current.sh | tail -n 1)"

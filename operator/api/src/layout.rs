@@ -38,6 +38,15 @@ pub const PROFILE_DIR: &str = "/var/lib/playpen/profile";
 pub const AUTH_STATE_DIR: &str = "/etc/playpen/auth";
 /// File name of the auth state inside [`AUTH_STATE_DIR`].
 pub const AUTH_STATE_FILE: &str = "state.json";
+/// The keys of a recording-export credentials Secret (the files of its
+/// mounted directory): the S3 access key ID and secret access key, and an
+/// optional session token for temporary credentials. The user writes the
+/// Secret, the operator checks and mounts it, the uploader reads it.
+pub const EXPORT_ACCESS_KEY_ID_KEY: &str = "accessKeyId";
+/// See [`EXPORT_ACCESS_KEY_ID_KEY`].
+pub const EXPORT_SECRET_ACCESS_KEY_KEY: &str = "secretAccessKey";
+/// See [`EXPORT_ACCESS_KEY_ID_KEY`].
+pub const EXPORT_SESSION_TOKEN_KEY: &str = "sessionToken";
 /// The session runtime binary, the browser container's PID 1.
 pub const SESSION_RUNTIME_BIN: &str = "/usr/local/bin/playpen-session";
 /// The browser container's readiness probe timeout. The probe waits for the

@@ -16,12 +16,16 @@
 //! and the two files the commands leave each other in the socket namespace
 //! directory: [`restarts`] (unexpected daemon exits, for the probe) and
 //! [`agent_close`] (an agent's own close, for the runtime).
+//!
+//! [`export`] uploads recordings to S3-compatible object storage (the
+//! uploader library; the runtime does not call it yet).
 
 pub mod agent_close;
 pub mod cli;
 pub(crate) mod cli_install;
 pub mod config;
 pub mod error;
+pub mod export;
 pub mod pipe;
 pub mod probe;
 pub mod restarts;
