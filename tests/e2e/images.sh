@@ -4,7 +4,9 @@
 #   playpen/browser:dev   playpen-imagebuild lock + build of tests/e2e/browser-image.yaml,
 #                         carrying the workspace's playpen-session, imported from the
 #                         OCI image layout the builder writes (--oci-layout)
-# plus playpen/base:bookworm (the seccomp-profile installer runs on it).
+# plus playpen/base:bookworm (the seccomp-profile installer runs on it) and
+# playpen/objectstore:dev (SeaweedFS from tests/objectstore/build.sh: the
+# recordings export's store in the end-to-end tests).
 #
 #   tests/e2e/images.sh [--release]
 #
@@ -47,5 +49,11 @@ rm -rf "${out}/browser-oci"
 # (so containerd proves that layout runnable); the others through docker save.
 tests/cluster/load-image.sh --oci-layout "${out}/browser-oci" >&2
 rm -rf "${out}/browser-oci" # 1.2 GB; the next run writes it again
-tests/cluster/load-image.sh playpen/operator:dev playpen/base:bookworm >&2
+log "object store image playpen/objectstore:dev (SeaweedFS, the recordings export's test store)"
+weed="$(bash tests/objectstore/build.sh | tail -n 1)"
+rm -rf "${out}/objectstore-context" && mkdir -p "${out}/objectstore-context"
+cp "$weed" "${out}/objectstore-context/weed"
+printf 'FROM playpen/base:bookworm\nCOPY weed /usr/local/bin/weed\nUSER 1000\n' >"${out}/objectstore-context/Dockerfile"
+docker build -q -t playpen/objectstore:dev "${out}/objectstore-context" >&2
+tests/cluster/load-image.sh playpen/operator:dev playpen/base:bookworm playpen/objectstore:dev >&2
 log "images ready"

@@ -26,7 +26,44 @@ async fn every_create_rule_refuses_with_its_message() -> anyhow::Result<()> {
     ensure_crd(&client).await?;
     let ns = TestNamespace::new(&client, "cel").await?;
     let n = ns.name.as_str();
+    let s3 = |field: &str, value: Value| {
+        let mut s3 = json!({"endpoint": "https://s3.test", "bucket": "rec", "credentialsSecret": {"name": "keys"}});
+        s3[field] = value;
+        json!({"image": "i", "recording": {"video": true, "export": {"s3": s3}}})
+    };
     let cases: Vec<(&str, Value, &str)> = vec![
+        (
+            "export-endpoint-path",
+            s3("endpoint", json!("https://s3.test/bucket")),
+            "spec.recording.export.s3.endpoint must be a URL like https://s3.example.com",
+        ),
+        (
+            "export-endpoint-userinfo",
+            s3("endpoint", json!("https://key:secret@s3.test")),
+            "spec.recording.export.s3.endpoint must be a URL like https://s3.example.com",
+        ),
+        (
+            "export-bucket",
+            s3("bucket", json!("Rec_Ordings")),
+            "spec.recording.export.s3.bucket must be an S3 bucket name",
+        ),
+        ("export-region", s3("region", json!("US East")), "spec.recording.export.s3.region must be a region name"),
+        (
+            "export-prefix-uid",
+            s3("prefix", json!("{namespace}/{name}")),
+            "spec.recording.export.s3.prefix must hold {uid}",
+        ),
+        ("export-prefix-dots", s3("prefix", json!("../{uid}")), "spec.recording.export.s3.prefix must hold {uid}"),
+        (
+            "export-secret",
+            s3("credentialsSecret", json!({"name": "Keys!"})),
+            "credentialsSecret.name must name a Secret in the BrowserSession's namespace",
+        ),
+        (
+            "segment-short",
+            json!({"image": "i", "recording": {"video": true, "segmentSeconds": 5}}),
+            "spec.recording.segmentSeconds must be between 10 and 3600",
+        ),
         ("low-port", json!({"image": "i", "viewer": {"port": 80}}), "spec.viewer.port must be between 1024 and 65535"),
         (
             "high-port",

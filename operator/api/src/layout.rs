@@ -43,6 +43,8 @@ pub const AUTH_STATE_FILE: &str = "state.json";
 /// optional session token for temporary credentials. The user writes the
 /// Secret, the operator checks and mounts it, the uploader reads it.
 pub const EXPORT_ACCESS_KEY_ID_KEY: &str = "accessKeyId";
+/// Where the export credentials Secret is mounted, in the exporter container only.
+pub const EXPORT_CREDENTIALS_DIR: &str = "/etc/playpen/export";
 /// See [`EXPORT_ACCESS_KEY_ID_KEY`].
 pub const EXPORT_SECRET_ACCESS_KEY_KEY: &str = "secretAccessKey";
 /// See [`EXPORT_ACCESS_KEY_ID_KEY`].

@@ -5,6 +5,7 @@
 pub mod cidr;
 pub mod egress_hosts;
 pub mod egress_report;
+pub mod export_status;
 pub mod layout;
 pub mod naming;
 pub mod quantity;

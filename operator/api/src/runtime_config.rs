@@ -74,6 +74,35 @@ pub struct RuntimeConfig {
     /// Re-read while running, so a rule change needs no browser restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress_hosts: Option<EgressHostsConfig>,
+    /// Where the Pod's exporter container uploads the recordings
+    /// (`playpen-session export`, issue 33); absent: they stay on the volume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording_export: Option<RecordingExportConfig>,
+}
+
+/// The recordings destination the exporter reads (`spec.recording.export`
+/// with the defaults filled in), and the session its prefix names. No
+/// secret: the keys are files in [`crate::layout::EXPORT_CREDENTIALS_DIR`],
+/// mounted into the exporter container only.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecordingExportConfig {
+    /// `scheme://host[:port]`.
+    pub endpoint: String,
+    /// The bucket.
+    pub bucket: String,
+    /// The region signed into requests.
+    pub region: String,
+    /// The key prefix template.
+    pub prefix: String,
+    /// Path-style requests.
+    pub path_style: bool,
+    /// The BrowserSession's namespace, name and UID (the prefix's placeholders).
+    pub namespace: String,
+    /// See `namespace`.
+    pub name: String,
+    /// See `namespace`.
+    pub uid: String,
 }
 
 /// What the runtime's egress proxy enforces (docs/egress-hosts.md).

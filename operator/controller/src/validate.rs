@@ -68,6 +68,9 @@ pub fn references(bs: &BrowserSession) -> Vec<(&'static str, &'static str, Strin
     if let Some(p) = &spec.profile {
         refs.push(("spec.profile.claimName", "PersistentVolumeClaim", p.claim_name.clone()));
     }
+    if let Some(export) = &spec.recording.export {
+        refs.push(("spec.recording.export.s3.credentialsSecret", "Secret", export.s3.credentials_secret.name.clone()));
+    }
     refs
 }
 
@@ -148,11 +151,14 @@ mod tests {
             "launchConfig": {"secretRef": {"name": "cfg"}},
             "authState": {"secretRef": {"name": "login"}},
             "snapshots": {"volume": {"persistentVolumeClaim": {"claimName": "snaps"}}},
-            "profile": {"claimName": "prof"}}))
+            "profile": {"claimName": "prof"},
+            "recording": {"video": true, "export": {"s3": {"endpoint": "https://s3.test", "bucket": "rec",
+                "credentialsSecret": {"name": "s3-keys"}}}}}))
         .expect("spec");
         let bs = BrowserSession::new("demo", spec);
         let refs = references(&bs);
-        assert_eq!(refs.len(), 4);
+        assert_eq!(refs.len(), 5);
+        assert_eq!(refs[4], ("spec.recording.export.s3.credentialsSecret", "Secret", "s3-keys".to_owned()));
         assert_eq!(refs[0], ("spec.launchConfig.secretRef", "Secret", "cfg".to_owned()));
         assert_eq!(refs[3].1, "PersistentVolumeClaim");
     }

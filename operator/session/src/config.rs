@@ -39,6 +39,9 @@ pub enum Command {
         #[arg(value_parser = clap::value_parser!(u16).range(1..))]
         port: u16,
     },
+    /// Upload the recordings to the session's object store while it runs
+    /// (the exporter container: docs/recordings-export.md).
+    Export,
 }
 
 /// Options, each also settable through the environment.
@@ -57,6 +60,9 @@ pub struct Options {
     /// from the launcher (the package its symlink points into).
     #[arg(long, global = true, env = playpen_api::layout::env::CLI_PACKAGE)]
     pub cli_package: Option<PathBuf>,
+    /// Where the exporter reads the export credentials (the Secret's mount).
+    #[arg(long, global = true, env = "PLAYPEN_EXPORT_CREDENTIALS_DIR", default_value = playpen_api::layout::EXPORT_CREDENTIALS_DIR)]
+    pub export_credentials_dir: PathBuf,
     /// Where the termination message is written.
     #[arg(long, global = true, env = "PLAYPEN_TERMINATION_LOG", default_value = TERMINATION_MESSAGE_PATH)]
     pub termination_log: PathBuf,
@@ -240,6 +246,7 @@ pub(crate) mod tests {
             record_trace: false,
             warm: false,
             egress_hosts: None,
+            recording_export: None,
         }
     }
 

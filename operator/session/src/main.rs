@@ -34,6 +34,7 @@ fn main() {
         match cli.command {
             Command::Run => run::run(cli.options).await,
             Command::Pipe { port } => playpen_session::pipe::run(port).await,
+            Command::Export => playpen_session::export::exporter::run(cli.options).await,
             Command::Probe => match load(std::path::Path::new(&cli.options.config)) {
                 Ok(config) => match probe::check_waiting(&config, probe::startup_wait()).await {
                     Ok(()) => exit::ENDED,

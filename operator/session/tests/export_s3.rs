@@ -328,3 +328,120 @@ async fn missing_credential_files_are_named_without_reaching_the_store() {
         other => panic!("expected the missing file to be named, got {other:?}"),
     }
 }
+
+/// `runtime.json` of a recorded session exporting to the test store.
+fn exporter_config(fx: &Fixture, output_dir: &Path) -> serde_json::Value {
+    serde_json::json!({
+        "sessionName": "demo",
+        "socketsDir": fx.dir.path().join("s").display().to_string(),
+        "daemonSessionDir": fx.dir.path().join("d").display().to_string(),
+        "launchConfig": "/nonexistent/config.json",
+        "outputDir": output_dir.display().to_string(),
+        "sandbox": "Enforced",
+        "snapshotMaxAgeSeconds": 3600,
+        "snapshotMaxCount": 500,
+        "recordVideo": true,
+        "recordTrace": true,
+        "recordingExport": {
+            "endpoint": fx.store.endpoint,
+            "bucket": fx.store.bucket,
+            "region": fx.store.region,
+            "prefix": "it/{namespace}/{name}/{uid}",
+            "pathStyle": true,
+            "namespace": fx.session.namespace,
+            "name": fx.session.name,
+            "uid": fx.session.uid,
+        }
+    })
+}
+
+/// The exporter process: finished segments go while the session runs, the
+/// one in progress waits for SIGTERM, a recording the runtime found cut
+/// short gets its `interrupted` object, and the manifest lists it all.
+#[tokio::test]
+async fn the_exporter_uploads_finished_segments_marks_interruptions_and_the_rest_on_sigterm() {
+    let fx = Fixture::new("exporter");
+    let output = fx.dir.path().join("snapshots");
+    let recordings = output.join("recordings");
+    std::fs::create_dir_all(recordings.join("traces/resources")).unwrap();
+    let (first, second) = (noise(64 * 1024), noise(32 * 1024));
+    std::fs::write(recordings.join("video-1000.webm"), &first).unwrap();
+    std::fs::write(recordings.join("video-2000.webm"), &second).unwrap();
+    std::fs::write(recordings.join("traces/trace-1000.trace"), b"{\"type\":\"context-options\"}\n").unwrap();
+    std::fs::write(recordings.join("traces/resources/abc"), b"blob").unwrap();
+    let in_progress = serde_json::json!({"startedMs": 2000, "video": recordings.join("video-2000.webm"), "trace": true, "recording": true});
+    std::fs::write(recordings.join("in-progress.json"), in_progress.to_string()).unwrap();
+    std::fs::write(recordings.join("egress.jsonl"), b"{}\n").unwrap();
+    let config = fx.dir.path().join("runtime.json");
+    std::fs::write(&config, exporter_config(&fx, &output).to_string()).unwrap();
+
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_playpen-session"))
+        .args(["export", "--config", config.to_str().unwrap()])
+        .env("PLAYPEN_EXPORT_CREDENTIALS_DIR", fx.credentials())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let layout_prefix = format!("it/it/exporter/{}", fx.session.uid);
+    let read = |suffix: &str| {
+        let path = StorePath::from(format!("{layout_prefix}/{suffix}"));
+        let reader = fx.reader();
+        async move { reader.get(&path).await.unwrap_or_else(|e| panic!("{path}: {e}")).bytes().await.unwrap().to_vec() }
+    };
+    let manifest = || async {
+        let bytes = fx.reader().get(&StorePath::from(format!("{layout_prefix}/manifest.json"))).await.ok()?;
+        Manifest::from_json(&bytes.bytes().await.ok()?).ok()
+    };
+    let listed = wait_for(Duration::from_secs(30), || async {
+        manifest().await.filter(|m| m.segments.iter().filter(|s| s.kind == SegmentKind::Trace).count() == 2)
+    })
+    .await
+    .expect("the finished segment and the trace files within 30 s");
+    let videos: Vec<&str> =
+        listed.segments.iter().filter(|s| s.kind == SegmentKind::Video).map(|s| s.key.as_str()).collect();
+    assert_eq!(videos, [format!("{layout_prefix}/video/000001.webm")], "only the finished segment while it records");
+    assert_eq!(read("video/000001.webm").await, first);
+    assert_eq!(read("trace/resources/abc").await, b"blob");
+    let status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(recordings.join(".export/status.json")).unwrap()).unwrap();
+    assert!(status["objects"].as_u64() >= Some(3) && status.get("lastError").is_none(), "{status}");
+    assert!(
+        fx.reader().head(&StorePath::from(format!("{layout_prefix}/egress.jsonl"))).await.is_err(),
+        "the egress log is not a recording segment"
+    );
+
+    // The runtime's next start found the recording cut short.
+    std::fs::write(recordings.join("interrupted.json"), serde_json::json!([in_progress]).to_string()).unwrap();
+    let marked =
+        wait_for(Duration::from_secs(30), || async { manifest().await.filter(|m| m.interruptions.len() == 1) })
+            .await
+            .expect("an interrupted marker within 30 s");
+    let marker: serde_json::Value = serde_json::from_slice(&fx.read_back(&marked.interruptions[0]).await).unwrap();
+    assert_eq!(marker["lastSegment"], format!("{layout_prefix}/video/000001.webm"), "{marker}");
+
+    // SIGTERM: the final pass takes the segment in progress, then it exits 0.
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id().unwrap() as i32), nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
+    let code = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.expect("exits").unwrap();
+    assert!(code.success(), "{code:?}");
+    assert_eq!(read("video/000002.webm").await, second);
+    let last = manifest().await.expect("the manifest");
+    assert_eq!(last.segments.iter().filter(|s| s.kind == SegmentKind::Video).count(), 2);
+}
+
+/// Polls `check` every 250 ms until it gives a value or `within` passes.
+async fn wait_for<T, F, Fut>(within: Duration, check: F) -> Option<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(value) = check().await {
+            return Some(value);
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

@@ -146,6 +146,88 @@ pub struct Recording {
     /// written as it happens, so a crash leaves what came before it.
     #[serde(default)]
     pub trace: bool,
+    /// Seconds per video segment: the video is finished and a new one
+    /// started this often, so finished segments exist (and are exported)
+    /// while the session runs. Default: 60 with `export`, one video per
+    /// browser start without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self >= 10 && self <= 3600").message("spec.recording.segmentSeconds must be between 10 and 3600; omit it for the default (60 with export)"))]
+    pub segment_seconds: Option<i32>,
+    /// Where the recordings go while the session runs: each finished
+    /// segment is uploaded at once, so a crash or an eviction loses at most
+    /// the one in progress (docs/recordings-export.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<RecordingExport>,
+}
+
+/// The region of an export that names none.
+pub const DEFAULT_EXPORT_REGION: &str = "us-east-1";
+/// The key prefix template of an export that names none.
+pub const DEFAULT_EXPORT_PREFIX: &str = "{namespace}/{name}/{uid}";
+/// Video segment length with an export and no `segmentSeconds`.
+pub const DEFAULT_EXPORT_SEGMENT_SECONDS: i32 = 60;
+/// The longest export endpoint URL.
+pub const MAX_EXPORT_ENDPOINT_LEN: u32 = 512;
+/// The longest key prefix template.
+pub const MAX_EXPORT_PREFIX_LEN: u32 = 256;
+
+/// A recordings destination.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordingExport {
+    /// An S3-compatible object store.
+    pub s3: S3Export,
+}
+
+/// An S3-compatible bucket and the Secret holding its credentials.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct S3Export {
+    /// `https://host[:port]` (or `http://` for a store on a network the
+    /// cluster trusts): no path, no credentials. The session's egress must
+    /// reach it (`network.egress`: an `allowCIDRs` entry or `allowPeers` for
+    /// an in-cluster store); the browser can reach it too, never its keys.
+    #[schemars(length(max = MAX_EXPORT_ENDPOINT_LEN))]
+    #[x_kube(validation = Rule::new("self.matches('^https?://[A-Za-z0-9.:\\[\\]-]+$')").message("spec.recording.export.s3.endpoint must be a URL like https://s3.example.com or http://store.ns.svc:8333: scheme, host and optional port only (no path, no user:password@)"))]
+    pub endpoint: String,
+    /// The bucket (3–63 lowercase letters, digits, `.` and `-`).
+    #[schemars(length(max = 63))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$')").message("spec.recording.export.s3.bucket must be an S3 bucket name: 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"))]
+    pub bucket: String,
+    /// The region signed into requests (default `us-east-1`, what most
+    /// S3-compatible stores expect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-z0-9-]+$')").message("spec.recording.export.s3.region must be a region name such as us-east-1 (lowercase letters, digits and '-')"))]
+    pub region: Option<String>,
+    /// The key prefix template: `{namespace}`, `{name}`, `{uid}`, `{date}`
+    /// (the session's start, `YYYY-MM-DD`) and `{time}` (`HHMMSS`) between
+    /// literal path segments; it must hold `{uid}`, so two sessions never
+    /// share a manifest. Default `{namespace}/{name}/{uid}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_EXPORT_PREFIX_LEN))]
+    #[x_kube(validation = Rule::new("self.contains('{uid}') && !self.startsWith('/') && !self.contains('..') && !self.contains('//')").message("spec.recording.export.s3.prefix must hold {uid} (so two sessions never share a manifest), not start with '/', and hold no '..' or '//'; the default is {namespace}/{name}/{uid}"))]
+    pub prefix: Option<String>,
+    /// Path-style requests (`<endpoint>/<bucket>/<key>`), what most
+    /// self-hosted stores need; otherwise virtual-hosted (`<bucket>.<host>`).
+    #[serde(default)]
+    pub path_style: bool,
+    /// The Secret in the session's namespace with the keys `accessKeyId`
+    /// and `secretAccessKey` (and `sessionToken` for temporary
+    /// credentials). Mounted only into the Pod's exporter container, never
+    /// the browser's or an agent's; its content may change while the
+    /// session runs (the next upload reads it).
+    pub credentials_secret: SecretName,
+}
+
+/// A Secret in the object's namespace, by name.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretName {
+    /// The Secret's name.
+    #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')").message("credentialsSecret.name must name a Secret in the BrowserSession's namespace (a DNS subdomain)"))]
+    pub name: String,
 }
 
 /// Saved auth state loaded with `state-load` when the browser starts.

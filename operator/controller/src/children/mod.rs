@@ -4,6 +4,7 @@
 
 mod egress_defaults;
 pub mod egress_hosts;
+mod exporter;
 mod labels;
 mod launch;
 mod network;
@@ -27,6 +28,7 @@ use playpen_api::BrowserSession;
 use crate::error::{Error, Result};
 
 pub use egress_hosts::egress_hosts_config;
+pub use exporter::EXPORTER_CONTAINER;
 pub use labels::{child_labels, managed_selector, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
 pub use launch::launch_config_json;
 pub use network::{

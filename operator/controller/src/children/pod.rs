@@ -346,11 +346,22 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             ..Container::default()
         });
     }
+    let mut volumes = volumes;
+    let exporter = super::exporter::exporter(
+        bs,
+        spec.browser.image_pull_policy.map(|p| p.as_str().to_owned()),
+        container_security(),
+    );
+    let init_containers = exporter.map(|(volume, container)| {
+        volumes.push(volume);
+        vec![container]
+    });
     let service_account = pod_settings.service_account_name.clone();
     Pod {
         metadata: child_meta(id, &id.names.pod, COMPONENT_BROWSER),
         spec: Some(PodSpec {
             containers,
+            init_containers,
             volumes: Some(volumes),
             // A finished session (idle timeout, lifetime) exits 0 and stays
             // finished; a crashed runtime is restarted by the kubelet.
@@ -358,7 +369,7 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             automount_service_account_token: Some(service_account.is_some()),
             service_account_name: service_account,
             enable_service_links: Some(false),
-            termination_grace_period_seconds: Some(30),
+            termination_grace_period_seconds: Some(super::exporter::grace_seconds(bs)),
             image_pull_secrets: (!spec.browser.image_pull_secrets.is_empty())
                 .then(|| spec.browser.image_pull_secrets.clone()),
             node_selector: pod_settings.node_selector,

@@ -552,3 +552,64 @@ fn host_aliases_reach_the_pod_and_are_absent_otherwise() {
     let empty = session(json!({"image": "i", "pod": {"hostAliases": []}}));
     assert_eq!(build(&empty).pod.spec.expect("spec").host_aliases, None, "an empty list is no field");
 }
+
+fn exporting(recording: serde_json::Value) -> BrowserSession {
+    session(json!({ "image": "playpen/browser:1", "recording": recording }))
+}
+
+const EXPORT: &str = r#"{"s3": {"endpoint": "http://store.objects.svc:8333", "bucket": "rec", "pathStyle": true,
+    "credentialsSecret": {"name": "s3-keys"}}}"#;
+
+#[test]
+fn an_export_adds_the_exporter_sidecar_which_alone_mounts_the_credentials() {
+    let export: serde_json::Value = serde_json::from_str(EXPORT).expect("json");
+    let c = build(&exporting(json!({"video": true, "export": export})));
+    let spec = c.pod.spec.as_ref().expect("spec");
+    let init = spec.init_containers.as_deref().expect("init containers");
+    assert_eq!(init.len(), 1);
+    let exporter = &init[0];
+    assert_eq!(exporter.name, EXPORTER_CONTAINER);
+    assert_eq!(exporter.restart_policy.as_deref(), Some("Always"), "a native sidecar, stopped after the browser");
+    assert_eq!(exporter.image.as_deref(), Some("playpen/browser:1"));
+    assert_eq!(exporter.args.as_deref(), Some(&["export".to_owned()][..]));
+    let mounts: Vec<(&str, &str)> =
+        exporter.volume_mounts.iter().flatten().map(|m| (m.name.as_str(), m.mount_path.as_str())).collect();
+    assert!(mounts.contains(&("export-credentials", playpen_api::layout::EXPORT_CREDENTIALS_DIR)), "{mounts:?}");
+    assert!(mounts.contains(&("snapshots", playpen_api::layout::SNAPSHOT_DIR)), "{mounts:?}");
+    for container in &spec.containers {
+        assert!(
+            container.volume_mounts.iter().flatten().all(|m| m.name != "export-credentials"),
+            "{} must not see the credentials",
+            container.name
+        );
+    }
+    let volume = spec.volumes.iter().flatten().find(|v| v.name == "export-credentials").expect("the Secret volume");
+    assert_eq!(volume.secret.as_ref().and_then(|s| s.secret_name.as_deref()), Some("s3-keys"));
+    let security = exporter.security_context.as_ref().expect("security");
+    assert_eq!(security.read_only_root_filesystem, Some(true));
+    assert_eq!(security.allow_privilege_escalation, Some(false));
+    assert_eq!(spec.termination_grace_period_seconds, Some(90), "room for the final pass");
+    // runtime.json names the destination with its defaults, and no secret.
+    let config = super::runtime::runtime_config(
+        &exporting(json!({"video": true, "export": export})),
+        &Identity::of(&exporting(json!({"video": true}))).expect("id"),
+        &EgressDefaults::default(),
+    );
+    let export = config.recording_export.expect("the destination");
+    assert_eq!((export.region.as_str(), export.prefix.as_str()), ("us-east-1", "{namespace}/{name}/{uid}"));
+    assert_eq!((export.namespace.as_str(), export.uid.as_str()), ("team-a", UID));
+    assert!(export.path_style);
+}
+
+#[test]
+fn no_export_without_a_store_or_without_anything_recorded() {
+    let export: serde_json::Value = serde_json::from_str(EXPORT).expect("json");
+    for recording in [json!({"video": true}), json!({"export": export})] {
+        let c = build(&exporting(recording.clone()));
+        let spec = c.pod.spec.as_ref().expect("spec");
+        assert!(spec.init_containers.is_none(), "{recording}");
+        assert_eq!(spec.termination_grace_period_seconds, Some(30));
+        assert!(spec.volumes.iter().flatten().all(|v| v.name != "export-credentials"));
+        assert!(c.runtime_config.data.as_ref().expect("data").values().all(|j| !j.contains("recordingExport")));
+    }
+}

@@ -80,7 +80,7 @@ mod tests {
         s.auth_state = Some(AuthState { secret_ref: SecretKeyRef { name: "login".into(), key: None } });
         assert_eq!(cold_start_reason(&s), None, "a claimed browser loads auth state while it runs");
         s.auth_state = None;
-        s.recording = Recording { video: false, trace: true };
+        s.recording = Recording { video: false, trace: true, ..Recording::default() };
         assert!(cold_start_reason(&s).unwrap().starts_with("spec.recording"));
         s.recording = Recording::default();
         s.network.egress.deny_hosts = vec!["ads.test".into()];

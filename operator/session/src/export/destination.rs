@@ -11,7 +11,7 @@ use super::prefix::{PrefixError, PrefixTemplate, DEFAULT_PREFIX};
 
 /// The region signed into requests when a destination names none (what
 /// most S3-compatible stores expect).
-pub const DEFAULT_REGION: &str = "us-east-1";
+pub const DEFAULT_REGION: &str = playpen_api::v1alpha1::DEFAULT_EXPORT_REGION;
 
 /// An S3-compatible destination, as configured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

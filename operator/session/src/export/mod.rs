@@ -15,16 +15,19 @@
 //! I/O at the edges: `credentials` (the mounted Secret's files, read for
 //! every request, so that fixing the Secret resumes uploads), `ledger`
 //! (what was uploaded, for retention), `store` (the `object_store` client)
-//! and `upload` (the uploader).
+//! and `upload` (the uploader). `plan` (pure) picks what one pass uploads;
+//! `exporter` is the `playpen-session export` container around all of it.
 
 mod answer;
 mod backoff;
 mod credentials;
 mod destination;
 mod error;
+pub mod exporter;
 mod keys;
 mod ledger;
 mod manifest;
+pub mod plan;
 mod prefix;
 mod store;
 mod upload;

@@ -11,9 +11,9 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 
 /// The template the export uses when a destination names none.
-pub const DEFAULT_PREFIX: &str = "{namespace}/{name}/{uid}";
+pub const DEFAULT_PREFIX: &str = playpen_api::v1alpha1::DEFAULT_EXPORT_PREFIX;
 /// The longest template accepted (characters).
-pub const MAX_TEMPLATE_LEN: usize = 256;
+pub const MAX_TEMPLATE_LEN: usize = playpen_api::v1alpha1::MAX_EXPORT_PREFIX_LEN as usize;
 /// The longest rendered prefix (bytes): leaves room under S3's 1,024-byte
 /// key limit for what `keys.rs` adds.
 pub const MAX_PREFIX_LEN: usize = 512;

@@ -76,6 +76,12 @@ pub fn in_progress(recordings: &Path) -> Option<Started> {
     read_json(&recordings.join(IN_PROGRESS))
 }
 
+/// The recordings a crash cut short, noted in the recordings directory
+/// `recordings`, oldest first (what the exporter marks `interrupted`).
+pub fn interrupted(recordings: &Path) -> Vec<Started> {
+    read_json(&recordings.join(INTERRUPTED)).unwrap_or_default()
+}
+
 /// Whether `file_name` in the recordings directory is one of the runtime's
 /// notes (or a note being written), not a recording.
 pub fn is_note(file_name: &std::ffi::OsStr) -> bool {

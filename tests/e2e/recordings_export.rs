@@ -1,0 +1,288 @@
+//! Recordings that leave the Pod while the session runs (issue 33), on the
+//! kubelet: a SeaweedFS Pod in the team's namespace stands in for the
+//! team's object store (SigV4 enforced; the image is built by
+//! tests/e2e/images.sh from the binary tests/objectstore/build.sh makes); a
+//! session records video and trace in 10 s segments and exports them; it is
+//! driven for longer than two segments, then its browser container's PID 1
+//! is killed with SIGKILL from the host, then the session is deleted. The
+//! store then holds finished video segments that Debian's ffprobe decodes,
+//! trace files, a manifest listing them in order and an `interrupted`
+//! marker for the recording the kill cut short.
+//!
+//! Objects are read back through the store's filer (`kubectl port-forward`
+//! to its Pod), never through the exporter.
+
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context as _};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::{Client, ResourceExt as _};
+use playpen_api::BrowserSession;
+use playpen_tests::eventually;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::kubectl::{exec, port_forward, sh};
+use crate::network::authority;
+use crate::session::{create_with, pod_name, wait_ready, BROWSER};
+use crate::setup::{start_fixture, tolerations, Installed};
+
+/// The store's Pod, Service and image.
+const STORE: &str = "objectstore";
+const STORE_IMAGE: &str = "playpen/objectstore:dev";
+/// Its ports (tests/objectstore/lib.sh's).
+const S3_PORT: u16 = 18333;
+const MASTER_PORT: u16 = 18334;
+const VOLUME_PORT: u16 = 18335;
+const FILER_PORT: u16 = 18336;
+const BUCKET: &str = "playpen-recordings";
+/// The Secret the session names.
+const KEYS: &str = "recordings-s3";
+/// The fixture the agent drives.
+const FIXTURE: &str = "exported-fixture";
+const SEGMENT_SECONDS: u64 = 10;
+
+/// The scenario.
+pub async fn segments_leave_the_pod_and_a_kill_is_marked(client: &Client, installed: &Installed) -> anyhow::Result<()> {
+    let ns = installed.team_a.name.as_str();
+    let (store_ip, fixture_url) = tokio::try_join!(start_store(client, ns), start_fixture(client, ns, FIXTURE))?;
+    let fixture_ip = authority(&fixture_url)?.0;
+    let name = "exported";
+    let network = json!({"egress": {
+        "mode": "AllowListOnly",
+        // Service addresses before the Service's translation, the Pods after it.
+        "allowCIDRs": [format!("{store_ip}/32"), format!("{fixture_ip}/32")],
+        "allowPeers": [{"podLabels": {"app": STORE}}, {"podLabels": {"app": FIXTURE}}]
+    }});
+    let recording = json!({"video": true, "trace": true, "segmentSeconds": SEGMENT_SECONDS, "export": {"s3": {
+        "endpoint": format!("http://{store_ip}:{S3_PORT}"), "bucket": BUCKET, "pathStyle": true,
+        "credentialsSecret": {"name": KEYS}}}});
+    let pod_spec = json!({"tolerations": tolerations(), "shmSize": "256Mi"});
+    create_with(client, ns, name, "Enforced", network, json!({"recording": recording, "pod": pod_spec})).await?;
+    let (status, took) = wait_ready(client, ns, name).await?;
+    eprintln!("e2e: {ns}/{name} (exported recordings) Ready after {took:?}");
+    let pod = pod_name(&status)?;
+    let uid = Api::<BrowserSession>::namespaced(client.clone(), ns).get(name).await?.uid().context("uid")?;
+    let prefix = format!("{ns}/{name}/{uid}");
+
+    // Driven for more than two segments.
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(SEGMENT_SECONDS * 2 + 8) {
+        exec(ns, &pod, BROWSER, &["playwright-cli", "goto", &fixture_url]).await?.ok("goto the fixture")?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let filer = port_forward(ns, &format!("pod/{STORE}"), FILER_PORT).await?;
+    let manifest = eventually(Duration::from_secs(60), || async {
+        let manifest = manifest(filer.local_port, &prefix).await?;
+        let videos = videos(&manifest);
+        ensure!(videos.len() >= 2, "{} video segments in the store so far: {manifest}", videos.len());
+        Ok(manifest)
+    })
+    .await
+    .context("two finished video segments while the session runs")?;
+    eprintln!("e2e: {} segments exported while the session ran", manifest["segments"].as_array().map_or(0, Vec::len));
+
+    // kill -9 of the browser container's PID 1, from the host.
+    let pod_uid = Api::<Pod>::namespaced(client.clone(), ns).get(&pod).await?.uid().context("pod uid")?;
+    let killed = kill_runtime(&pod_uid).context("kill -9 of playpen-session")?;
+    eprintln!("e2e: killed playpen-session (pid {killed}) in {pod}");
+    let (_, again) = wait_ready(client, ns, name).await.context("Ready again after the kill")?;
+    eprintln!("e2e: {ns}/{name} Ready again {again:?} after the kill");
+    let marked = eventually(Duration::from_secs(60), || async {
+        let manifest = manifest(filer.local_port, &prefix).await?;
+        ensure!(
+            manifest["interruptions"].as_array().is_some_and(|m| !m.is_empty()),
+            "no interrupted marker yet: {manifest}"
+        );
+        Ok(manifest)
+    })
+    .await
+    .context("the interrupted marker")?;
+    let marker_key = marked["interruptions"][0].as_str().context("marker key")?.to_owned();
+    let marker: Value = serde_json::from_slice(&get(filer.local_port, &marker_key).await?)?;
+    ensure!(marker["lastSegment"].as_str().is_some_and(|k| k.contains("/video/")), "{marker}");
+
+    // Deleted: the final pass uploads the last segment; every video segment decodes.
+    let before = videos(&marked).len();
+    Api::<BrowserSession>::namespaced(client.clone(), ns).delete(name, &DeleteParams::foreground()).await?;
+    let last = eventually(Duration::from_secs(120), || async {
+        let manifest = manifest(filer.local_port, &prefix).await?;
+        ensure!(videos(&manifest).len() > before, "no segment after the delete yet ({before} before)");
+        Ok(manifest)
+    })
+    .await
+    .context("the last segment after the delete")?;
+    let keys = videos(&last);
+    for key in &keys {
+        let bytes = get(filer.local_port, key).await?;
+        ffprobe_webm(&bytes).with_context(|| format!("{key} ({} bytes)", bytes.len()))?;
+    }
+    let traces = last["segments"].as_array().into_iter().flatten().filter(|s| s["kind"] == "trace").count();
+    ensure!(traces >= 1, "no trace file in the store: {last}");
+    eprintln!("e2e: {} video segments decode, {traces} trace files, 1+ interrupted markers", keys.len());
+    Ok(())
+}
+
+/// The video segments' keys, in the manifest's order.
+fn videos(manifest: &Value) -> Vec<String> {
+    manifest["segments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["kind"] == "video")
+        .filter_map(|s| s["key"].as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn manifest(port: u16, prefix: &str) -> anyhow::Result<Value> {
+    Ok(serde_json::from_slice(&get(port, &format!("{prefix}/manifest.json")).await?)?)
+}
+
+/// An object's bytes, through the filer (`/buckets/<bucket>/<key>`).
+async fn get(port: u16, key: &str) -> anyhow::Result<Vec<u8>> {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let request = format!("GET /buckets/{BUCKET}/{key} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut answer)).await??;
+    let end = answer.windows(4).position(|w| w == b"\r\n\r\n").context("no HTTP head")?;
+    let head = String::from_utf8_lossy(&answer[..end]);
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        bail!("GET {key}: {}", head.lines().next().unwrap_or_default());
+    }
+    Ok(answer[end + 4..].to_vec())
+}
+
+/// Debian's ffprobe decodes `bytes` as a WebM with a video stream.
+fn ffprobe_webm(bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("pp-e2e-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("segment.webm");
+    std::fs::write(&path, bytes)?;
+    let out = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-show_entries", "stream=codec_type,codec_name", "-of", "csv=p=0"])
+        .arg(&path)
+        .output()
+        .context("running ffprobe (tests/session/setup.sh installs it)")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let said = String::from_utf8_lossy(&out.stdout);
+    ensure!(out.status.success() && said.contains("video"), "ffprobe: {said}{}", String::from_utf8_lossy(&out.stderr));
+    Ok(())
+}
+
+/// SIGKILLs the `playpen-session run` process of Pod `pod_uid` from the
+/// host (a container's PID 1 ignores it from inside); its pid.
+fn kill_runtime(pod_uid: &str) -> anyhow::Result<i32> {
+    let needle = pod_uid.replace('-', "_");
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else { continue };
+        let cgroup = std::fs::read_to_string(entry.path().join("cgroup")).unwrap_or_default();
+        if !cgroup.contains(pod_uid) && !cgroup.contains(&needle) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("playpen-session run") {
+            let status = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status()?;
+            ensure!(status.success(), "kill -9 {pid}: {status}");
+            return Ok(pid);
+        }
+    }
+    bail!("no playpen-session run process in Pod {pod_uid}'s cgroup")
+}
+
+/// The store: identities (the session's key pair may only read, write and
+/// list the bucket), the Secret the session names, the Pod and its
+/// Service, the bucket; the Service's address.
+async fn start_store(client: &Client, ns: &str) -> anyhow::Result<String> {
+    let apply = PatchParams::apply("playpen-e2e").force();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
+    let (key, secret) = (format!("E2E{:X}", nanos % 0xFFFF_FFFF), format!("s{nanos:x}{}", std::process::id()));
+    let admin_secret = format!("a{nanos:x}");
+    let identities = json!({"identities": [
+        {"name": "playpen-recorder", "credentials": [{"accessKey": key, "secretKey": secret}],
+         "actions": [format!("Read:{BUCKET}"), format!("Write:{BUCKET}"), format!("List:{BUCKET}")]},
+        {"name": "playpen-admin", "credentials": [{"accessKey": "E2EADMIN", "secretKey": admin_secret}],
+         "actions": ["Admin", "Read", "Write", "List", "Tagging"]}
+    ]});
+    let config: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": STORE}, "data": {"identities.json": identities.to_string()}}),
+    )?;
+    Api::<ConfigMap>::namespaced(client.clone(), ns).patch(STORE, &apply, &Patch::Apply(&config)).await?;
+    let keys: Secret = serde_json::from_value(json!({"metadata": {"name": KEYS},
+        "stringData": {"accessKeyId": key, "secretAccessKey": secret}}))?;
+    Api::<Secret>::namespaced(client.clone(), ns).patch(KEYS, &apply, &Patch::Apply(&keys)).await?;
+    let args = [
+        "server".to_owned(),
+        "-dir=/data".into(),
+        // The kubelet expands $(POD_IP) from the container's env.
+        "-ip=$(POD_IP)".into(),
+        "-ip.bind=0.0.0.0".into(),
+        format!("-master.port={MASTER_PORT}"),
+        "-master.telemetry=false".into(),
+        "-master.volumeSizeLimitMB=256".into(),
+        "-master.defaultReplication=000".into(),
+        format!("-volume.port={VOLUME_PORT}"),
+        "-volume.max=16".into(),
+        "-filer".into(),
+        format!("-filer.port={FILER_PORT}"),
+        "-s3".into(),
+        format!("-s3.port={S3_PORT}"),
+        "-s3.config=/config/identities.json".into(),
+        "-s3.port.iceberg=0".into(),
+        "-s3.port.lance=0".into(),
+    ];
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": STORE, "labels": {"app": STORE}},
+        "spec": {
+            "tolerations": tolerations(),
+            "automountServiceAccountToken": false,
+            "containers": [{
+                "name": "weed",
+                "image": STORE_IMAGE,
+                "imagePullPolicy": "Never",
+                "command": ["/usr/local/bin/weed"],
+                "args": args,
+                "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                "ports": [{"containerPort": S3_PORT}, {"containerPort": FILER_PORT}],
+                "readinessProbe": {"tcpSocket": {"port": S3_PORT}, "periodSeconds": 1},
+                "securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "allowPrivilegeEscalation": false,
+                    "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [{"name": "config", "mountPath": "/config"}, {"name": "data", "mountPath": "/data"}]
+            }],
+            "volumes": [{"name": "config", "configMap": {"name": STORE}}, {"name": "data", "emptyDir": {}}]
+        }
+    }))?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    pods.patch(STORE, &apply, &Patch::Apply(&pod)).await?;
+    let service: Service = serde_json::from_value(json!({
+        "metadata": {"name": STORE},
+        "spec": {"selector": {"app": STORE}, "ports": [{"port": S3_PORT, "targetPort": S3_PORT}]}
+    }))?;
+    let service = Api::<Service>::namespaced(client.clone(), ns).patch(STORE, &apply, &Patch::Apply(&service)).await?;
+    let ip = service.spec.and_then(|s| s.cluster_ip).context("the store's Service has no ClusterIP")?;
+    eventually(Duration::from_secs(120), || async {
+        let pod = pods.get(STORE).await?;
+        let ready = pod.status.and_then(|s| s.conditions).unwrap_or_default();
+        ensure!(ready.iter().any(|c| c.type_ == "Ready" && c.status == "True"), "{STORE} not ready: {ready:?}");
+        Ok(())
+    })
+    .await
+    .context("the object store Pod")?;
+    // The bucket, with weed's own shell (the recorder may not create buckets).
+    eventually(Duration::from_secs(60), || async {
+        let made = sh(
+            ns,
+            STORE,
+            "weed",
+            &format!("echo 's3.bucket.create -name {BUCKET}' | /usr/local/bin/weed shell -master=127.0.0.1:{MASTER_PORT} 2>&1; echo 'fs.ls /buckets' | /usr/local/bin/weed shell -master=127.0.0.1:{MASTER_PORT} 2>&1"),
+        )
+        .await?;
+        ensure!(made.contains(BUCKET), "no bucket yet: {made}");
+        Ok(())
+    })
+    .await
+    .context("creating the bucket")?;
+    Ok(ip)
+}
