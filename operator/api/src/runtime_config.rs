@@ -65,6 +65,14 @@ pub struct RuntimeConfig {
     /// Record a Playwright trace of the session (`tracing-start` after each browser start).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub record_trace: bool,
+    /// With `record_video`, finish the video every this many seconds and
+    /// start the next (`video-stop`, then `video-start` into a new
+    /// `video-<ms>.webm`), so finished segments exist while the session runs;
+    /// what happens between a stop and the next start (tens to a few hundred
+    /// milliseconds) is not recorded. `None` (or 0): one video per browser
+    /// start, finished at the graceful close. Read at the runtime's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video_segment_seconds: Option<u32>,
     /// A warm Pod's browser, no session's yet: any use of it before a claim
     /// (which turns this off) makes the runtime start the container afresh.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -244,6 +244,7 @@ pub(crate) mod tests {
             auth_state_file: None,
             record_video: false,
             record_trace: false,
+            video_segment_seconds: None,
             warm: false,
             egress_hosts: None,
             recording_export: None,

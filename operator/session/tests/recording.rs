@@ -2,6 +2,7 @@
 //! and ffmpeg: a recorded session, closed gracefully, leaves a WebM that
 //! ffprobe decodes and a Playwright trace holding the agent's navigation; a
 //! crash leaves the trace written so far and is said to have cut it short.
+//! With video segments, finished segments are there while the session runs.
 //! Needs `tests/session/setup.sh` (see `support::SETUP`).
 
 // A failed step of a test panics with its location.
@@ -100,6 +101,103 @@ fn a_recorded_session_leaves_a_decodable_video_and_a_trace_after_a_graceful_clos
     assert_eq!(events[0]["type"], "context-options", "the trace format's first event: {:.300}", events[0]);
     let text = std::fs::read_to_string(&traces[0]).unwrap();
     assert!(text.contains(&fixture.url("/next.html")), "the agent's navigation is in the trace");
+}
+
+/// `ffprobe`'s verdict on a video: its codec and the number of frames it decodes.
+fn probe_video(video: &Path) -> (String, u64) {
+    let probe = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-count_frames"])
+        .args(["-show_entries", "stream=codec_name,nb_read_frames", "-of", "default=noprint_wrappers=1"])
+        .arg(video)
+        .output()
+        .unwrap_or_else(|e| panic!("ffprobe: {e}; run:\n  {SETUP}"));
+    let probed = String::from_utf8_lossy(&probe.stdout).into_owned();
+    assert!(probe.status.success(), "ffprobe {}: {}", video.display(), String::from_utf8_lossy(&probe.stderr));
+    let field = |name: &str| probed.lines().find_map(|l| l.strip_prefix(name)).unwrap_or_default().trim().to_owned();
+    let frames = field("nb_read_frames=").parse().unwrap_or_else(|_| panic!("{}: {probed}", video.display()));
+    (field("codec_name="), frames)
+}
+
+/// The gaps between segments the runtime logged, in milliseconds.
+fn logged_gaps(log: &str) -> Vec<u64> {
+    log.lines()
+        .filter(|l| l.contains("video segment finished; the next one records"))
+        .filter_map(|l| l.split("gap_ms=").nth(1)?.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn video_segments_are_finished_while_the_session_runs_and_the_last_one_at_the_close() {
+    let fixture = Fixture::start();
+    let mut session = Session::new("segmented", None);
+    link_ffmpeg(&session);
+    session.set_runtime_field("recordVideo", true.into());
+    session.set_runtime_field("recordTrace", true.into());
+    session.set_runtime_field("videoSegmentSeconds", 5.into());
+    session.start();
+    session.wait_ready(Duration::from_secs(90));
+    let ready = std::time::Instant::now();
+    let recordings = session.path("snapshots/recordings");
+    // Driven for 13 s: past two segments of five.
+    let mut pages = ["/", "/next.html"].into_iter().cycle();
+    while ready.elapsed() < Duration::from_secs(13) {
+        session.cli_ok(&["goto", &fixture.url(pages.next().unwrap())]);
+        assert!(session.probe_ok(), "readiness holds through the rotations:\n{}", session.log());
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let in_progress = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(recordings.join("in-progress.json")).unwrap()).unwrap()
+    };
+    wait_until("two finished segments", Duration::from_secs(10), || files_in(&recordings, ".webm").len() >= 2);
+    assert!(session.child.as_mut().unwrap().try_wait().unwrap().is_none(), "the session still runs");
+    let finished = files_in(&recordings, ".webm");
+    let note = in_progress();
+    let current = PathBuf::from(note["video"].as_str().unwrap());
+    assert!(!finished.contains(&current), "the segment in progress is not finished yet: {note}");
+    for video in &finished {
+        let (codec, frames) = probe_video(video);
+        assert!(codec == "vp8" && frames >= 1, "{}: {codec}, {frames} frames", video.display());
+    }
+    let gaps = logged_gaps(&session.log());
+    assert!(gaps.len() >= 2, "a logged gap for each rotation: {gaps:?}\n{}", session.log());
+    eprintln!("gaps between segments (video-stop sent to video-start answered), ms: {gaps:?}");
+
+    let status = session.terminate(Duration::from_secs(40));
+    assert!(status.success(), "{status:?}\n{}", session.log());
+    assert!(!recordings.join("in-progress.json").exists(), "a graceful close finalises:\n{}", session.log());
+    assert!(!recordings.join("interrupted.json").exists());
+    let all = files_in(&recordings, ".webm");
+    assert!(all.contains(&current), "the last segment is finalised at the close: {all:?}\n{}", session.log());
+    assert_eq!(all.len(), logged_gaps(&session.log()).len() + 1, "one file per segment: {all:?}");
+    for video in &all {
+        let (codec, frames) = probe_video(video);
+        assert!(codec == "vp8" && frames >= 1, "{}: {codec}, {frames} frames", video.display());
+    }
+    let traces = files_in(&recordings.join("traces"), ".trace");
+    assert_eq!(traces.len(), 1, "the trace is not segmented: {traces:?}");
+}
+
+#[test]
+fn rotations_are_no_use_of_the_session_so_an_unused_one_still_ends_at_its_idle_timeout() {
+    let fixture = Fixture::start();
+    let mut session = Session::new("idlesegs", None);
+    link_ffmpeg(&session);
+    session.set_runtime_field("recordVideo", true.into());
+    session.set_runtime_field("videoSegmentSeconds", 2.into());
+    session.set_runtime_field("idleTimeoutSeconds", 7.into());
+    session.start();
+    session.wait_ready(Duration::from_secs(90));
+    session.cli_ok(&["goto", &fixture.url("/")]);
+    let last_command = std::time::Instant::now();
+    let status = session.wait_exit(Duration::from_secs(40));
+    let log = session.log();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(log.contains("idle timeout") && last_command.elapsed() >= Duration::from_secs(6), "{log}");
+    let rotations = logged_gaps(&log).len();
+    assert!(rotations >= 2, "rotations ran while it was idle ({rotations}):\n{log}");
+    let recordings = session.path("snapshots/recordings");
+    assert!(!recordings.join("in-progress.json").exists(), "the close finalises the last segment:\n{log}");
+    assert_eq!(files_in(&recordings, ".webm").len(), rotations + 1, "{log}");
 }
 
 #[test]

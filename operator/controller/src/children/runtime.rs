@@ -59,6 +59,7 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity, egress: &EgressDefault
         auth_state_file: spec.auth_state.as_ref().map(|_| format!("{AUTH_STATE_DIR}/{AUTH_STATE_FILE}")),
         record_video: spec.recording.video,
         record_trace: spec.recording.trace,
+        video_segment_seconds: None,
         warm: false,
         egress_hosts: egress_hosts_config(&spec.network.egress, egress),
         recording_export: recording_export(bs),

@@ -188,6 +188,8 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
         dir: recording::dir(Path::new(&config.output_dir)),
         session: config.session_name.clone(),
         cli: spec("recording", &prepared.launcher, Vec::new()),
+        segments: config.record_video.then(|| browser::segments::length(config.video_segment_seconds)).flatten(),
+        verbs: Arc::default(),
     });
     if let Some(recorder) = &recorder {
         recorder.prepare(Path::new(&config.output_dir)).map_err(|e| Fatal::Config {

@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, watch};
 use crate::error::Fatal;
 use crate::run::browser::profile::{clear_stale_locks, copy_owner_only};
 use crate::run::browser::recording::Recorder;
+use crate::run::browser::segments;
 use crate::run::process::output::{pump, Tail};
 use crate::run::process::reaper::{live_orphans, Managed};
 use crate::run::process::supervisor::{run_to_end, signal_group, Backoff, ChildSpec};
@@ -177,7 +178,14 @@ enum StartError {
     Slow(String),
 }
 
-async fn start(spec: &ChildSpec, timeout: Duration, managed: &Managed) -> Result<(Child, u32), StartError> {
+/// A daemon that listens: its process, its PID and the socket it said it listens on.
+struct Listening {
+    child: Child,
+    pid: u32,
+    socket: Option<PathBuf>,
+}
+
+async fn start(spec: &ChildSpec, timeout: Duration, managed: &Managed) -> Result<Listening, StartError> {
     let mut child =
         spec.spawn().map_err(|e| StartError::Fatal(Fatal::DaemonStart(format!("{}: {e}", spec.program.display()))))?;
     let Some(pid) = child.id() else {
@@ -192,13 +200,13 @@ async fn start(spec: &ChildSpec, timeout: Duration, managed: &Managed) -> Result
     let ready = async {
         while let Some(line) = stdout.as_mut()?.recv().await {
             if line.contains(READY_MARKER) {
-                return Some(());
+                return Some(segments::socket_of(&line, READY_MARKER));
             }
         }
         None
     };
     match tokio::time::timeout(timeout, ready).await {
-        Ok(Some(())) => Ok((child, pid)),
+        Ok(Some(socket)) => Ok(Listening { child, pid, socket }),
         outcome => {
             signal_group(pid, nix::sys::signal::Signal::SIGKILL);
             let status = child.wait().await;
@@ -248,7 +256,7 @@ pub async fn supervise(
             _ = stop.changed() => break,
         };
         match attempt {
-            Ok((mut child, pid)) => {
+            Ok(Listening { mut child, pid, socket }) => {
                 failed_starts = 0;
                 slow_starts = 0;
                 tracing::info!(pid, "daemon running");
@@ -265,7 +273,23 @@ pub async fn supervise(
                     }
                 }
                 let _ = state.send(DaemonState::Running { pid });
-                let status = child.wait().await;
+                // While it runs, the video is rotated into segments when the session asks for them.
+                let status = match (&plan.recorder, socket) {
+                    (Some(recorder @ Recorder { video: true, segments: Some(every), .. }), Some(socket)) => {
+                        tokio::select! {
+                            status = child.wait() => status,
+                            never = segments::rotate_every(recorder, &socket, *every, &stop) => match never {},
+                        }
+                    }
+                    (Some(Recorder { video: true, segments: Some(_), .. }), None) => {
+                        tracing::warn!(
+                            pid,
+                            "the daemon did not say where it listens: one video until the close, no segments"
+                        );
+                        child.wait().await
+                    }
+                    _ => child.wait().await,
+                };
                 managed.remove(pid);
                 tracing::warn!(pid, ?status, "daemon exited");
                 // Its browser runs in a process group of its own and is adopted by us when the

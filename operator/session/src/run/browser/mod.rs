@@ -4,7 +4,8 @@
 //! ([`daemon`]), the image's default arguments on its launch config
 //! ([`launch_defaults`]), its persistent profile and auth state ([`profile`],
 //! and [`auth`] for a state delivered after the start), its video and trace
-//! recordings ([`recording`]) and its graceful close ([`shutdown`]). What the
+//! recordings ([`recording`]) with their video segments ([`segments`]) and
+//! its graceful close ([`shutdown`]). What the
 //! readiness verdict ([`crate::probe`]) and the fatal errors read of it is
 //! re-exported here.
 
@@ -16,6 +17,7 @@ pub(crate) mod prepare;
 pub(crate) mod profile;
 pub(crate) mod readiness;
 pub(crate) mod recording;
+pub(crate) mod segments;
 pub(crate) mod shutdown;
 
 pub(crate) use namespace::daemon_sockets;

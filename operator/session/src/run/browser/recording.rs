@@ -10,8 +10,11 @@
 //! readiness probe waits for it, so no agent command goes unrecorded); a
 //! note found at the next start names a recording a crash cut short, which
 //! is then said so (`interrupted.json`, kept, and a warning in the log).
+//! With video segments ([`crate::run::browser::segments`]) the note names
+//! the segment being recorded; the ones before it are finished videos.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use playpen_api::layout::RECORDINGS_SUBDIR;
@@ -46,15 +49,22 @@ pub struct Recorder {
     pub session: String,
     /// `playwright-cli` with the session's environment; its args are replaced.
     pub cli: ChildSpec,
+    /// With video, the length of a video segment (`videoSegmentSeconds`).
+    pub segments: Option<Duration>,
+    /// Held while recording verbs run: a rotation of the video, the start
+    /// after a browser start and the stop at the close never interleave.
+    pub verbs: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// One recording: what was started, when, into which files.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Started {
-    /// Unix milliseconds at the start.
+    /// Unix milliseconds at the start (of the recording, not of a video
+    /// segment: the trace in progress is the one started since then).
     pub started_ms: u64,
-    /// The video file, when recording video.
+    /// The video file being written, when recording video (with segments,
+    /// the current segment's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub video: Option<String>,
     /// Whether a trace was started.
@@ -153,7 +163,8 @@ impl Recorder {
     /// Starts recording in the running browser; a recording that cannot
     /// start is fatal (the spec asked for it; the session must not go on unrecorded).
     pub async fn start(&self, managed: &Managed) -> Result<(), Fatal> {
-        let started_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let _verbs = self.verbs.lock().await;
+        let started_ms = unix_ms(SystemTime::now());
         let started = Started {
             started_ms,
             video: self.video.then(|| self.video_file(started_ms).display().to_string()),
@@ -203,7 +214,11 @@ impl Recorder {
 
     /// Stops recording, finishing the files (bounded by `budget`).
     pub async fn stop(&self, managed: &Managed, budget: Duration) {
-        let per_command = budget.min(COMMAND_TIMEOUT);
+        let began = tokio::time::Instant::now();
+        // A rotation under way finishes first (it starts no new segment once
+        // the session is closing); one that takes too long is not waited for.
+        let _verbs = tokio::time::timeout(budget / 2, self.verbs.lock()).await.ok();
+        let per_command = budget.saturating_sub(began.elapsed()).min(COMMAND_TIMEOUT);
         for args in self.stop_args() {
             run_to_end(&self.with_args(args), per_command, managed).await;
         }
@@ -211,6 +226,11 @@ impl Recorder {
             Ok(()) => tracing::info!(dir = %self.dir.display(), "recordings finalised"),
             Err(err) => tracing::warn!(%err, "no recording in progress to finalise"),
         }
+    }
+
+    /// Notes `started` as the recording in progress.
+    pub(crate) fn note_in_progress(&self, started: &Started) -> std::io::Result<()> {
+        write_json(&self.dir.join(IN_PROGRESS), started)
     }
 
     fn with_args(&self, args: Vec<String>) -> ChildSpec {
@@ -229,6 +249,11 @@ impl Recorder {
         all.push(cut);
         write_json(&path, &all)
     }
+}
+
+/// Unix milliseconds of `time` (0 before the epoch).
+pub(crate) fn unix_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A note, if it is there and whole.
@@ -265,6 +290,8 @@ mod tests {
                 env: vec![],
                 cwd: dir.to_owned(),
             },
+            segments: None,
+            verbs: Arc::default(),
         }
     }
 
