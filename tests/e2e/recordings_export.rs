@@ -73,7 +73,7 @@ pub async fn segments_leave_the_pod_and_a_kill_is_marked(client: &Client, instal
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
     let filer = port_forward(ns, &format!("pod/{STORE}"), FILER_PORT).await?;
-    let manifest = eventually(Duration::from_secs(60), || async {
+    let running = eventually(Duration::from_secs(60), || async {
         let manifest = manifest(filer.local_port, &prefix).await?;
         let videos = videos(&manifest);
         ensure!(videos.len() >= 2, "{} video segments in the store so far: {manifest}", videos.len());
@@ -81,7 +81,7 @@ pub async fn segments_leave_the_pod_and_a_kill_is_marked(client: &Client, instal
     })
     .await
     .context("two finished video segments while the session runs")?;
-    eprintln!("e2e: {} segments exported while the session ran", manifest["segments"].as_array().map_or(0, Vec::len));
+    eprintln!("e2e: {} segments exported while the session ran", running["segments"].as_array().map_or(0, Vec::len));
 
     // kill -9 of the browser container's PID 1, from the host.
     let pod_uid = Api::<Pod>::namespaced(client.clone(), ns).get(&pod).await?.uid().context("pod uid")?;

@@ -10,7 +10,7 @@ use playpen_api::layout::{
 use playpen_api::quantity;
 use playpen_api::runtime_config::{RecordingExportConfig, RuntimeConfig};
 use playpen_api::v1alpha1::DEFAULT_SNAPSHOT_SIZE_LIMIT;
-use playpen_api::v1alpha1::{DEFAULT_EXPORT_PREFIX, DEFAULT_EXPORT_REGION};
+use playpen_api::v1alpha1::{DEFAULT_EXPORT_PREFIX, DEFAULT_EXPORT_REGION, DEFAULT_EXPORT_SEGMENT_SECONDS};
 use playpen_api::BrowserSession;
 
 use super::egress_defaults::EgressDefaults;
@@ -59,11 +59,22 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity, egress: &EgressDefault
         auth_state_file: spec.auth_state.as_ref().map(|_| format!("{AUTH_STATE_DIR}/{AUTH_STATE_FILE}")),
         record_video: spec.recording.video,
         record_trace: spec.recording.trace,
-        video_segment_seconds: None,
+        video_segment_seconds: video_segment_seconds(bs),
         warm: false,
         egress_hosts: egress_hosts_config(&spec.network.egress, egress),
         recording_export: recording_export(bs),
     }
+}
+
+/// Seconds per video segment: the spec's, else 60 with an export, else
+/// none (one video per browser start).
+fn video_segment_seconds(bs: &BrowserSession) -> Option<u32> {
+    let recording = &bs.spec.recording;
+    if !recording.video {
+        return None;
+    }
+    let seconds = recording.segment_seconds.or(recording.export.as_ref().map(|_| DEFAULT_EXPORT_SEGMENT_SECONDS))?;
+    u32::try_from(seconds).ok()
 }
 
 /// The exporter's destination: `spec.recording.export` with its defaults,

@@ -599,6 +599,18 @@ fn an_export_adds_the_exporter_sidecar_which_alone_mounts_the_credentials() {
     assert_eq!((export.region.as_str(), export.prefix.as_str()), ("us-east-1", "{namespace}/{name}/{uid}"));
     assert_eq!((export.namespace.as_str(), export.uid.as_str()), ("team-a", UID));
     assert!(export.path_style);
+    assert_eq!(config.video_segment_seconds, Some(60), "segments by default with an export");
+}
+
+#[test]
+fn video_segments_follow_the_spec_and_need_a_video() {
+    let id = Identity::of(&minimal()).expect("id");
+    let config = |recording: serde_json::Value| {
+        super::runtime::runtime_config(&exporting(recording), &id, &EgressDefaults::default()).video_segment_seconds
+    };
+    assert_eq!(config(json!({"video": true, "segmentSeconds": 15})), Some(15));
+    assert_eq!(config(json!({"video": true})), None, "one video per browser start without an export");
+    assert_eq!(config(json!({"trace": true, "segmentSeconds": 15})), None, "no video, nothing to rotate");
 }
 
 #[test]
