@@ -188,7 +188,7 @@ pub struct S3Export {
     /// reach it (`network.egress`: an `allowCIDRs` entry or `allowPeers` for
     /// an in-cluster store); the browser can reach it too, never its keys.
     #[schemars(length(max = MAX_EXPORT_ENDPOINT_LEN))]
-    #[x_kube(validation = Rule::new("self.matches('^https?://[A-Za-z0-9.:\\[\\]-]+$')").message("spec.recording.export.s3.endpoint must be a URL like https://s3.example.com or http://store.ns.svc:8333: scheme, host and optional port only (no path, no user:password@)"))]
+    #[x_kube(validation = Rule::new("self.matches('^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$')").message("spec.recording.export.s3.endpoint must be a URL like https://s3.example.com or http://store.ns.svc:8333: scheme, host name or IPv4 address and optional port only (no path, no user:password@)"))]
     pub endpoint: String,
     /// The bucket (3–63 lowercase letters, digits, `.` and `-`).
     #[schemars(length(max = 63))]

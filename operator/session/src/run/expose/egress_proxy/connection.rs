@@ -8,7 +8,8 @@ use tokio::net::TcpStream;
 
 use super::dial::{dial, Refusal};
 use super::head::{self, BadRequest, Kind, MAX_HEAD_BYTES};
-use super::log::{rfc3339, EgressLog, Record};
+use super::log::{rfc3339, EgressLog};
+use super::record::Record;
 use super::{Limits, Live};
 use crate::run::expose::relay::pump::{self, Buffers};
 

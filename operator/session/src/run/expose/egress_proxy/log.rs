@@ -9,36 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
-
 pub(crate) use playpen_api::layout::EGRESS_LOG_FILE as LOG_FILE;
 use playpen_api::layout::EGRESS_LOG_MAX_BYTES as MAX_LOG_BYTES;
 use playpen_api::layout::EGRESS_LOG_ROTATED_FILE;
 
+use super::record::Record;
 use super::tally::Tally;
-
-/// One connection attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Record {
-    /// When it ended (RFC 3339, UTC).
-    pub at: String,
-    /// The host the browser named.
-    pub host: String,
-    /// The port.
-    pub port: u16,
-    /// The address connected to (or refused), when one was resolved.
-    pub address: Option<String>,
-    /// `allowed`, `refused` or `failed` (allowed, but no address answered).
-    pub verdict: &'static str,
-    /// The rule that decided (`allowHosts[0]`, `denied range 10.0.0.0/8`, …).
-    pub rule: String,
-    /// Bytes from the browser to the host.
-    pub sent: u64,
-    /// Bytes from the host to the browser.
-    pub received: u64,
-    /// How long the connection lasted, in milliseconds.
-    pub ms: u64,
-}
 
 /// Appends records to the log, one writer at a time, and counts them.
 #[derive(Debug)]

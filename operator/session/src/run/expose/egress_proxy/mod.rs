@@ -11,6 +11,7 @@ mod dial;
 mod head;
 pub(crate) mod launch;
 mod log;
+mod record;
 mod tally;
 
 use std::net::Ipv4Addr;

@@ -12,7 +12,7 @@ use playpen_api::egress_report::{
     EgressReport, RefusedHost, RuleCount, MAX_REFUSED_HOSTS, MAX_RULES, MAX_RULE_CHARS, OTHER_RULE,
 };
 
-use super::log::Record;
+use super::record::Record;
 
 #[derive(Debug, Default)]
 struct State {
