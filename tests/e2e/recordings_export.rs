@@ -4,7 +4,8 @@
 //! tests/e2e/images.sh from the binary tests/objectstore/build.sh makes); a
 //! session records video and trace in 10 s segments and exports them; it is
 //! driven for longer than two segments, then its browser container's PID 1
-//! is killed with SIGKILL from the host, then the session is deleted. The
+//! is killed with SIGKILL from the host, then the session ends at its
+//! maximum lifetime (the exporter's final pass uploads the last segment). The
 //! store then holds finished video segments that Debian's ffprobe decodes,
 //! trace files, a manifest listing them in order and an `interrupted`
 //! marker for the recording the kill cut short.
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{bail, ensure, Context as _};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
 use playpen_api::BrowserSession;
 use playpen_tests::eventually;
@@ -42,6 +43,8 @@ const KEYS: &str = "recordings-s3";
 /// The fixture the agent drives.
 const FIXTURE: &str = "exported-fixture";
 const SEGMENT_SECONDS: u64 = 10;
+/// When the session ends on its own, from its creation.
+const LIFETIME_SECONDS: u64 = 150;
 
 /// The scenario.
 pub async fn segments_leave_the_pod_and_a_kill_is_marked(client: &Client, installed: &Installed) -> anyhow::Result<()> {
@@ -59,7 +62,8 @@ pub async fn segments_leave_the_pod_and_a_kill_is_marked(client: &Client, instal
         "endpoint": format!("http://{store_ip}:{S3_PORT}"), "bucket": BUCKET, "pathStyle": true,
         "credentialsSecret": {"name": KEYS}}}});
     let pod_spec = json!({"tolerations": tolerations(), "shmSize": "256Mi"});
-    create_with(client, ns, name, "Enforced", network, json!({"recording": recording, "pod": pod_spec})).await?;
+    let extra = json!({"recording": recording, "pod": pod_spec, "maxLifetimeSeconds": LIFETIME_SECONDS});
+    create_with(client, ns, name, "Enforced", network, extra).await?;
     let (status, took) = wait_ready(client, ns, name).await?;
     eprintln!("e2e: {ns}/{name} (exported recordings) Ready after {took:?}");
     let pod = pod_name(&status)?;
@@ -84,11 +88,33 @@ pub async fn segments_leave_the_pod_and_a_kill_is_marked(client: &Client, instal
     eprintln!("e2e: {} segments exported while the session ran", running["segments"].as_array().map_or(0, Vec::len));
 
     // kill -9 of the browser container's PID 1, from the host.
-    let pod_uid = Api::<Pod>::namespaced(client.clone(), ns).get(&pod).await?.uid().context("pod uid")?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let before_kill = pods.get(&pod).await?;
+    let pod_uid = before_kill.uid().context("pod uid")?;
+    let restarts = browser_restarts(&before_kill);
     let killed = kill_runtime(&pod_uid).context("kill -9 of playpen-session")?;
     eprintln!("e2e: killed playpen-session (pid {killed}) in {pod}");
-    let (_, again) = wait_ready(client, ns, name).await.context("Ready again after the kill")?;
-    eprintln!("e2e: {ns}/{name} Ready again {again:?} after the kill");
+    eventually(Duration::from_secs(120), || async {
+        let now = pods.get(&pod).await?;
+        let ready = now
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.name == BROWSER && c.ready));
+        ensure!(
+            browser_restarts(&now) > restarts && ready,
+            "the browser container has not restarted and turned ready yet"
+        );
+        Ok(())
+    })
+    .await
+    .context("the browser container restarted in place after the kill")?;
+    eprintln!("e2e: {ns}/{name} restarted in place after the kill");
+    // The restarted browser has no page until an agent acts (nothing to record).
+    for _ in 0..4 {
+        exec(ns, &pod, BROWSER, &["playwright-cli", "goto", &fixture_url]).await?.ok("goto after the kill")?;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
     let marked = eventually(Duration::from_secs(60), || async {
         let manifest = manifest(filer.local_port, &prefix).await?;
         ensure!(
@@ -103,16 +129,43 @@ pub async fn segments_leave_the_pod_and_a_kill_is_marked(client: &Client, instal
     let marker: Value = serde_json::from_slice(&get(filer.local_port, &marker_key).await?)?;
     ensure!(marker["lastSegment"].as_str().is_some_and(|k| k.contains("/video/")), "{marker}");
 
-    // Deleted: the final pass uploads the last segment; every video segment decodes.
-    let before = videos(&marked).len();
-    Api::<BrowserSession>::namespaced(client.clone(), ns).delete(name, &DeleteParams::foreground()).await?;
-    let last = eventually(Duration::from_secs(120), || async {
-        let manifest = manifest(filer.local_port, &prefix).await?;
-        ensure!(videos(&manifest).len() > before, "no segment after the delete yet ({before} before)");
-        Ok(manifest)
+    // The session ends on its own (maxLifetimeSeconds): the browser's close
+    // finishes the segment in progress, then the kubelet stops the exporter,
+    // whose final pass uploads it. (A deleted session loses its NetworkPolicy
+    // with the Pod still stopping: docs/recordings-export.md.)
+    eventually(Duration::from_secs(LIFETIME_SECONDS + 120), || async {
+        let phase = pods.get(&pod).await?.status.and_then(|s| s.phase).unwrap_or_default();
+        ensure!(phase == "Succeeded", "the Pod is {phase}");
+        Ok(())
     })
     .await
-    .context("the last segment after the delete")?;
+    .context("the session's Pod completes at its lifetime")?;
+    let logs = crate::kubectl::kubectl(&["logs", "-n", ns, &pod, "-c", "exporter"]).await?.ok("the exporter's log")?;
+    let done =
+        logs.lines().find(|l| l.contains("final pass done")).with_context(|| format!("no final pass:\n{logs}"))?;
+    eprintln!("e2e: exporter {}", done.trim());
+    // The segment the close finished is the last one a rotation started
+    // (the runtime logs each `next=`); the store has it, by its start.
+    let runtime = crate::kubectl::kubectl(&["logs", "-n", ns, &pod, "-c", BROWSER]).await?.ok("the runtime's log")?;
+    let last_started = runtime
+        .lines()
+        .rev()
+        .filter(|l| l.contains("video segment finished; the next one records"))
+        .find_map(|l| l.split("next=").nth(1)?.split("video-").nth(1)?.split(".webm").next()?.parse::<i64>().ok())
+        .with_context(|| format!("no rotation in the runtime's log:\n{runtime}"))?;
+    let last = manifest(filer.local_port, &prefix).await?;
+    let starts: Vec<i64> = last["segments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["kind"] == "video")
+        .filter_map(|s| s["start"].as_str()?.parse::<k8s_openapi::jiff::Timestamp>().ok())
+        .map(|t| t.as_millisecond())
+        .collect();
+    ensure!(
+        starts.contains(&last_started),
+        "the last segment ({last_started}) is not in the store: {starts:?}\nthe exporter's log:\n{logs}"
+    );
     let keys = videos(&last);
     for key in &keys {
         let bytes = get(filer.local_port, key).await?;
@@ -122,6 +175,12 @@ pub async fn segments_leave_the_pod_and_a_kill_is_marked(client: &Client, instal
     ensure!(traces >= 1, "no trace file in the store: {last}");
     eprintln!("e2e: {} video segments decode, {traces} trace files, 1+ interrupted markers", keys.len());
     Ok(())
+}
+
+/// The browser container's restarts.
+fn browser_restarts(pod: &Pod) -> i32 {
+    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+    statuses.into_iter().flatten().find(|c| c.name == BROWSER).map_or(0, |c| c.restart_count)
 }
 
 /// The video segments' keys, in the manifest's order.

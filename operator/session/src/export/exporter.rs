@@ -33,7 +33,9 @@ use crate::run::browser::recording;
 /// How often the recordings directory is looked at.
 pub const SCAN_EVERY: Duration = Duration::from_secs(5);
 /// How long the final pass may take (the Pod's grace period is longer).
-pub const FINAL_PASS_WITHIN: Duration = Duration::from_secs(50);
+pub const FINAL_PASS_WITHIN: Duration = Duration::from_secs(30);
+/// How long SIGTERM waits for the browser's close to finish the last segment.
+const CLOSE_WAIT: Duration = Duration::from_secs(25);
 /// The most files one pass lists.
 const MAX_LISTED: usize = 100_000;
 /// A live trace file is sent again at most this often when no segment
@@ -86,10 +88,20 @@ pub async fn run(opts: Options) -> i32 {
         }
         write_status(&state, &exporter.status());
     }
+    // The kubelet stops a native sidecar after the browser container; should
+    // both stop at once, the browser's close finishes the last segment
+    // first (it removes the note of the recording in progress).
+    let closing = std::time::Instant::now();
+    while recording::in_progress(&exporter.recordings).is_some() && closing.elapsed() < CLOSE_WAIT {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     tracing::info!("stopping: the final pass uploads what is left");
+    let before = exporter.uploader.progress().objects;
     if tokio::time::timeout(FINAL_PASS_WITHIN, exporter.pass(true)).await.is_err() {
         tracing::warn!("the final pass did not finish within {FINAL_PASS_WITHIN:?}: what is left stays on the volume");
     }
+    let segments = exporter.manifest.segments.len();
+    tracing::info!(objects = exporter.uploader.progress().objects - before, segments, "final pass done");
     write_status(&state, &exporter.status());
     exit::ENDED
 }
@@ -201,6 +213,7 @@ impl Exporter {
         let modified: DateTime<Utc> =
             std::fs::metadata(&path).and_then(|m| m.modified()).map_or_else(|_| Utc::now(), DateTime::from);
         let upload = self.uploader.upload_file(&path, &key).await?;
+        tracing::info!(file = %rel.display(), %key, bytes = upload.bytes, "stored");
         self.sent.insert(rel.clone(), Instant::now());
         self.manifest.record(upload.segment(kind, started.unwrap_or(modified), modified), Utc::now());
         self.publish_manifest().await

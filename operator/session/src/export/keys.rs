@@ -130,7 +130,7 @@ impl Layout {
             return fail("it has an empty, '.' or '..' segment");
         }
         if path.chars().any(|c| c != '/' && !is_safe(c)) {
-            return fail("it has a character outside letters, digits and - _ . ! * ' ( ) =");
+            return fail("it has a character outside letters, digits and - _ . ! * ' ( ) = @");
         }
         Ok(self.key(&format!("trace/{path}")))
     }
@@ -192,5 +192,8 @@ mod tests {
         }
         assert!(layout.trace(&"a".repeat(MAX_TRACE_PATH_LEN)).is_ok());
         assert!(layout.trace(&"a".repeat(MAX_TRACE_PATH_LEN + 1)).is_err());
+        // A screencast frame as Playwright names it (seen on the node).
+        let frame = "screencast/page@94a9eff6a6905111e9423fb3c741ca75-1796426199543.jpeg";
+        assert!(layout.trace(frame).expect("a frame").as_str().ends_with(&format!("/trace/{frame}")));
     }
 }

@@ -271,7 +271,8 @@ fn tokenize(template: &str) -> Result<Vec<Part>, PrefixError> {
 
 /// The characters a prefix may hold besides `/`: S3's "safe characters".
 pub(crate) fn is_safe(ch: char) -> bool {
-    ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.' | '!' | '*' | '\'' | '(' | ')' | '=')
+    // `@`: Playwright names screencast frames `page@<id>-<ms>.jpeg`.
+    ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.' | '!' | '*' | '\'' | '(' | ')' | '=' | '@')
 }
 
 fn check_shape(text: &str, what: &'static str) -> Result<(), PrefixError> {
