@@ -18,8 +18,9 @@ pub const EXPORTER_CONTAINER: &str = "exporter";
 const CREDENTIALS_VOLUME: &str = "export-credentials";
 /// The Pod's grace period without an export (the browser's graceful close).
 pub const GRACE_SECONDS: i64 = 30;
-/// What an export adds to it: the exporter's final pass (its own bound is
-/// 50 s) after the browser has ended.
+/// What an export adds to it: the exporter's wait for the browser's close
+/// and its final pass (`export::exporter`'s `CLOSE_WAIT` and
+/// `FINAL_PASS_WITHIN`, 55 s together).
 pub const EXPORT_GRACE_SECONDS: i64 = 60;
 
 /// Whether `bs` exports recordings (it records something and names a store).
