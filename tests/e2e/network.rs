@@ -9,7 +9,7 @@ use kube::Client;
 use playpen_api::v1alpha1::condition;
 use playpen_api::BrowserSession;
 
-use crate::kubectl::{exec, kubectl, sh};
+use crate::kubectl::{exec, kubectl, sh, Output};
 use crate::session::BROWSER;
 
 /// The API server's Service address (tests/cluster/lib.sh `SERVICE_FIRST_IP`).
@@ -32,12 +32,24 @@ pub(crate) fn authority(url: &str) -> anyhow::Result<(String, u16)> {
 /// Connects from `pod`/`container` to `host:port` with a 3 s limit and
 /// prints CONNECTED or the error code (a dropped SYN shows as TIMEOUT).
 pub(crate) async fn connect(ns: &str, pod: &str, container: &str, host: &str, port: u16) -> anyhow::Result<String> {
+    connect_within(ns, pod, container, host, port, 3000).await?.ok("connect probe").map(|out| out.trim().to_owned())
+}
+
+/// [`connect`] with a limit of `limit_ms`, returning the exec's whole
+/// output (a caller may expect the probe itself to be killed).
+pub(crate) async fn connect_within(
+    ns: &str,
+    pod: &str,
+    container: &str,
+    host: &str,
+    port: u16,
+    limit_ms: u32,
+) -> anyhow::Result<Output> {
     let script = format!(
-        "const s = require('net').connect({port}, '{host}'); s.setTimeout(3000, () => {{ console.log('TIMEOUT'); process.exit(0) }});\
+        "const s = require('net').connect({port}, '{host}'); s.setTimeout({limit_ms}, () => {{ console.log('TIMEOUT'); process.exit(0) }});\
          s.on('connect', () => {{ console.log('CONNECTED'); process.exit(0) }}).on('error', (e) => {{ console.log(e.code); process.exit(0) }})"
     );
-    let out = exec(ns, pod, container, &[NODE, "-e", &script]).await?.ok("connect probe")?;
-    Ok(out.trim().to_owned())
+    exec(ns, pod, container, &[NODE, "-e", &script]).await
 }
 
 /// `playwright-cli goto url` must fail without the page loading, and the

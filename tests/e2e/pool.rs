@@ -20,7 +20,7 @@ use playpen_tests::{eventually, http_get, pod_is_ready};
 use serde_json::json;
 
 use crate::kubectl::{exec, kubectl, sh, tunnel, Pinned};
-use crate::network::{authority, connect};
+use crate::network::{authority, connect_within};
 use crate::session::{pod_name, wait_ready, BROWSER, VIEWER_PORT};
 use crate::setup::{start_fixture, tolerations, Installed, BROWSER_IMAGE};
 
@@ -138,7 +138,7 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
     // While warm, the pool's deny-all policy holds (a TCP connect, which leaves the browser unused).
     let (host, port) = authority(fixture_url)?;
     for pod in &warm {
-        let out = connect(ns, pod, BROWSER, &host, port).await?;
+        let out = warm_connect(&pods, ns, pod, &host, port).await?;
         ensure!(out == "TIMEOUT", "a warm Pod connected to {fixture_url}: {out}");
     }
     // Those execs used the warm browsers before any claim: each starts afresh.
@@ -312,6 +312,32 @@ async fn auth_state_is_loaded(client: &Client, ns: &str) -> anyhow::Result<()> {
 
 /// Waits until each of `names` has restarted its browser container because
 /// it was used while warm (its runtime's report says so).
+/// A TCP connect from a warm Pod, which the runtime discards (killing the
+/// probe too) 5 s after it sees it: the probe gives up after 1 s, and a
+/// probe killed first on a loaded machine (exit 137) is repeated once the
+/// Pod is back.
+async fn warm_connect(pods: &Api<Pod>, ns: &str, pod: &str, host: &str, port: u16) -> anyhow::Result<String> {
+    let restarts = |p: &Pod| {
+        let statuses = p.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+        statuses.and_then(|cs| cs.iter().find(|c| c.name == BROWSER)).map_or(0, |c| c.restart_count)
+    };
+    for _ in 0..3 {
+        let before = restarts(&pods.get(pod).await?);
+        let out = connect_within(ns, pod, BROWSER, host, port, 1000).await?;
+        if out.code != 137 {
+            return out.ok("connect probe").map(|out| out.trim().to_owned());
+        }
+        eprintln!("e2e: the connect probe in warm Pod {pod} was killed with it; probing again once it is back");
+        eventually(Duration::from_secs(120), || async {
+            let now = pods.get(pod).await?;
+            ensure!(restarts(&now) > before && pod_is_ready(&now), "{pod} has not restarted and turned Ready");
+            Ok(())
+        })
+        .await?;
+    }
+    anyhow::bail!("the connect probe in warm Pod {pod} was killed three times")
+}
+
 async fn discarded(pods: &Api<Pod>, names: &BTreeSet<String>) -> anyhow::Result<()> {
     eventually(Duration::from_secs(120), || async {
         for name in names {

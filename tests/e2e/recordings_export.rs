@@ -19,6 +19,7 @@ use anyhow::{bail, ensure, Context as _};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
+use playpen_api::v1alpha1::condition;
 use playpen_api::BrowserSession;
 use playpen_tests::eventually;
 use serde_json::{json, Value};
@@ -40,6 +41,8 @@ const FILER_PORT: u16 = 18336;
 const BUCKET: &str = "playpen-recordings";
 /// The Secret the session names.
 const KEYS: &str = "recordings-s3";
+/// The Secret with a wrong secret key at first.
+const WRONG_KEYS: &str = "recordings-s3-wrong";
 /// The fixture the agent drives.
 const FIXTURE: &str = "exported-fixture";
 const SEGMENT_SECONDS: u64 = 10;
@@ -50,17 +53,108 @@ const LIFETIME_SECONDS: u64 = 150;
 pub async fn segments_leave_the_pod_and_a_kill_is_marked(client: &Client, installed: &Installed) -> anyhow::Result<()> {
     let ns = installed.team_a.name.as_str();
     let (store_ip, fixture_url) = tokio::try_join!(start_store(client, ns), start_fixture(client, ns, FIXTURE))?;
+    tokio::try_join!(
+        segments_and_a_kill(client, ns, &store_ip, &fixture_url),
+        a_wrong_key_is_said_and_its_fix_resumes_uploads(client, ns, &store_ip),
+    )?;
+    Ok(())
+}
+
+/// The session's egress: the store, and the fixture when there is one.
+fn store_network(store_ip: &str, fixture_ip: Option<&str>) -> Value {
+    let mut cidrs = vec![format!("{store_ip}/32")];
+    let mut peers = vec![json!({"podLabels": {"app": STORE}})];
+    if let Some(fixture_ip) = fixture_ip {
+        cidrs.push(format!("{fixture_ip}/32"));
+        peers.push(json!({"podLabels": {"app": FIXTURE}}));
+    }
+    // Service addresses before the Service's translation, the Pods after it.
+    json!({"egress": {"mode": "AllowListOnly", "allowCIDRs": cidrs, "allowPeers": peers}})
+}
+
+/// `spec.recording` exporting to the store with the keys in Secret `keys`.
+fn exported_recording(store_ip: &str, keys: &str) -> Value {
+    json!({"video": true, "trace": true, "segmentSeconds": SEGMENT_SECONDS, "export": {"s3": {
+        "endpoint": format!("http://{store_ip}:{S3_PORT}"), "bucket": BUCKET, "pathStyle": true,
+        "credentialsSecret": {"name": keys}}}})
+}
+
+/// A session whose Secret holds a wrong secret key: `RecordingsExported`
+/// turns False quoting the store's answer (and never the key); the Secret
+/// fixed, the kubelet updates the mounted files, the exporter's next
+/// attempt succeeds and the condition turns True, with the browser
+/// container never restarted.
+async fn a_wrong_key_is_said_and_its_fix_resumes_uploads(
+    client: &Client,
+    ns: &str,
+    store_ip: &str,
+) -> anyhow::Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let right = secrets.get(KEYS).await?.data.context("the store's Secret has no data")?;
+    let key_id = String::from_utf8(right.get("accessKeyId").context("accessKeyId")?.0.clone())?;
+    let secret_key = String::from_utf8(right.get("secretAccessKey").context("secretAccessKey")?.0.clone())?;
+    let wrong_key = format!("wrong{secret_key}");
+    let apply = PatchParams::apply("playpen-e2e").force();
+    let keys = |secret: &str| -> anyhow::Result<Secret> {
+        Ok(serde_json::from_value(json!({"metadata": {"name": WRONG_KEYS},
+            "stringData": {"accessKeyId": key_id, "secretAccessKey": secret}}))?)
+    };
+    secrets.patch(WRONG_KEYS, &apply, &Patch::Apply(&keys(&wrong_key)?)).await?;
+    let name = "export-wrong-key";
+    let pod_spec = json!({"tolerations": tolerations(), "shmSize": "256Mi"});
+    let extra = json!({"recording": exported_recording(store_ip, WRONG_KEYS), "pod": pod_spec});
+    create_with(client, ns, name, "Enforced", store_network(store_ip, None), extra).await?;
+    let (status, _) = wait_ready(client, ns, name).await?;
+    let pod = pod_name(&status)?;
+    // A page of its own (a browser without one records nothing).
+    let page = "data:text/html,<h1>recorded with a wrong key</h1>";
+    exec(ns, &pod, BROWSER, &["playwright-cli", "goto", page]).await?.ok("goto a data: page")?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
+    let exported = |bs: &BrowserSession| {
+        let conditions = bs.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+        conditions.into_iter().find(|c| c.type_ == condition::RECORDINGS_EXPORTED)
+    };
+    let failing = eventually(Duration::from_secs(120), || async {
+        let bs = sessions.get(name).await?;
+        let said = exported(&bs).context("no RecordingsExported condition yet")?;
+        ensure!(said.status == "False" && said.reason == "UploadFailing", "{said:?}");
+        let shown = bs.status.and_then(|s| s.recording).and_then(|r| r.export).context("no status.recording.export")?;
+        Ok((said.message, shown))
+    })
+    .await
+    .context("RecordingsExported=False with the store's answer")?;
+    let (message, shown) = failing;
+    ensure!(message.contains("SignatureDoesNotMatch") || message.contains("403"), "the store's answer: {message}");
+    ensure!(shown.last_error.is_some(), "status.recording.export.lastError: {shown:?}");
+    ensure!(!message.contains(&wrong_key) && !message.contains(&secret_key), "a key in the condition: {message}");
+    eprintln!("e2e: {ns}/{name}: RecordingsExported=False: {message}");
+    let restarts = browser_restarts(&Api::<Pod>::namespaced(client.clone(), ns).get(&pod).await?);
+
+    // The Secret fixed: uploads resume without a restart.
+    let fixed_at = std::time::Instant::now();
+    secrets.patch(WRONG_KEYS, &apply, &Patch::Apply(&keys(&secret_key)?)).await?;
+    eventually(Duration::from_secs(300), || async {
+        let bs = sessions.get(name).await?;
+        let said = exported(&bs).context("no RecordingsExported condition")?;
+        ensure!(said.status == "True", "{said:?}");
+        Ok(())
+    })
+    .await
+    .context("RecordingsExported=True once the Secret is fixed")?;
+    let now = Api::<Pod>::namespaced(client.clone(), ns).get(&pod).await?;
+    ensure!(browser_restarts(&now) == restarts, "the browser restarted for the fix");
+    eprintln!("e2e: {ns}/{name}: uploads resumed {:?} after the Secret was fixed, no restart", fixed_at.elapsed());
+    Api::<BrowserSession>::namespaced(client.clone(), ns).delete(name, &Default::default()).await?;
+    Ok(())
+}
+
+/// Segments while the session runs, a kill marked, the close's last segment.
+async fn segments_and_a_kill(client: &Client, ns: &str, store_ip: &str, fixture_url: &str) -> anyhow::Result<()> {
+    let fixture_url = fixture_url.to_owned();
     let fixture_ip = authority(&fixture_url)?.0;
     let name = "exported";
-    let network = json!({"egress": {
-        "mode": "AllowListOnly",
-        // Service addresses before the Service's translation, the Pods after it.
-        "allowCIDRs": [format!("{store_ip}/32"), format!("{fixture_ip}/32")],
-        "allowPeers": [{"podLabels": {"app": STORE}}, {"podLabels": {"app": FIXTURE}}]
-    }});
-    let recording = json!({"video": true, "trace": true, "segmentSeconds": SEGMENT_SECONDS, "export": {"s3": {
-        "endpoint": format!("http://{store_ip}:{S3_PORT}"), "bucket": BUCKET, "pathStyle": true,
-        "credentialsSecret": {"name": KEYS}}}});
+    let network = store_network(store_ip, Some(&fixture_ip));
+    let recording = exported_recording(store_ip, KEYS);
     let pod_spec = json!({"tolerations": tolerations(), "shmSize": "256Mi"});
     let extra = json!({"recording": recording, "pod": pod_spec, "maxLifetimeSeconds": LIFETIME_SECONDS});
     create_with(client, ns, name, "Enforced", network, extra).await?;

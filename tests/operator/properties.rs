@@ -252,7 +252,8 @@ async fn every_admitted_spec_builds_children_the_api_server_accepts() -> anyhow:
                         continue;
                     }
                 };
-                let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None };
+                let observed =
+                    Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None, export: None };
                 let computed = status::compute(&stored, &id, observed, &settings().egress, Timestamp::now());
                 let status_ok = computed.conditions.len() == 8;
                 let applied = async {

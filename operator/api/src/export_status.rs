@@ -13,6 +13,8 @@ pub const EXPORT_STATE_DIR: &str = ".export";
 pub const EXPORT_STATUS_FILE: &str = "status.json";
 /// The longest error text kept.
 pub const MAX_ERROR_CHARS: usize = 1024;
+/// The most bytes of a status file (or its answer) a reader takes.
+pub const MAX_STATUS_BYTES: usize = 16 * 1024;
 
 /// The exporter's progress since it started.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

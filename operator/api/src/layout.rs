@@ -68,6 +68,11 @@ pub const READINESS_PATH: &str = "/readyz";
 /// without host rules). The operator reads it; a NetworkPolicy admits the
 /// operator's Pods to this port only for sessions with host rules.
 pub const EGRESS_REPORT_PATH: &str = "/egress";
+/// The path on [`READINESS_PORT`] where the runtime answers its exporter's
+/// last status ([`crate::export_status::ExportStatus`] as JSON; 404 before
+/// the first one or without an export). The operator reads it for
+/// `status.recording.export`; the same NetworkPolicy rule admits it.
+pub const EXPORT_STATUS_PATH: &str = "/export";
 /// Where the container writes its termination message.
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 /// `HOME` in the Pod: a directory under [`DATA_HOME`] (the root filesystem is

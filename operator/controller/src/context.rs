@@ -12,6 +12,7 @@ use crate::baseline::Baselines;
 use crate::burst::Burst;
 use crate::cache::Caches;
 use crate::children::Settings;
+use crate::export_watch::book::ExportBook;
 use crate::own_writes::OwnWrites;
 use crate::recovery::RecoveryBudget;
 use crate::room::Room;
@@ -34,6 +35,8 @@ pub struct Context {
     pub(crate) burst: Burst,
     /// Shared with the room loop and the pool reconciler.
     pub(crate) room: Arc<Room>,
+    /// What the sessions' exporters last reported, and their wake-ups.
+    pub(crate) exports: ExportBook,
 }
 
 impl std::fmt::Debug for Context {
@@ -61,6 +64,7 @@ impl Context {
             baselines: Baselines::default(),
             burst: Burst::default(),
             room: Arc::default(),
+            exports: ExportBook::default(),
         }
     }
 
@@ -77,6 +81,7 @@ impl Context {
         self.burst.retain(|uid| uids.contains(uid));
         self.failures.retain(|uid| uids.contains(uid));
         self.baselines.retain(|ns| namespaces.contains(ns));
+        self.exports.retain(uids);
     }
 
     /// Sets the `tracked_objects` gauges.
@@ -86,6 +91,7 @@ impl Context {
             ("deferred", self.burst.deferred()),
             ("failing", self.failures.len()),
             ("baselines", self.baselines.len()),
+            ("export_reports", self.exports.len()),
         ];
         for (record, n) in sizes {
             let gauge = self.metrics.tracked.get_or_create(&TrackedLabels { record: record.to_owned() });

@@ -27,6 +27,7 @@ use crate::children;
 use crate::claim;
 use crate::egress_watch;
 use crate::error::Result;
+use crate::export_watch::{self, ExportBook};
 use crate::own_writes::{Key, OwnWrites};
 use crate::runtime::metrics::PhaseLabels;
 use crate::runtime::{self, api};
@@ -126,7 +127,12 @@ where
         .touched_objects()
 }
 
-fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches) -> Controller<BrowserSession> {
+fn controller_for(
+    client: &Client,
+    namespace: Option<&str>,
+    caches: &mut Caches,
+    exports: &ExportBook,
+) -> Controller<BrowserSession> {
     let own = caches.own.clone();
     // Only our own children wake us: select them by the managed-by label.
     // Secrets are not watched: that would need list/watch on every Secret
@@ -175,6 +181,8 @@ fn controller_for(client: &Client, namespace: Option<&str>, caches: &mut Caches)
         .reflect(writer)
         .touched_objects();
     controller
+        // The export watch wakes a session whose status should show its exporter's report.
+        .reconcile_on(exports.wakes_for(namespace.map(str::to_owned)))
         .watches_stream(warm, move |pod: CachedPod| {
             claim::wake::sessions_to_wake(&pod.to_pod(), sessions.state().iter().map(|s| &**s))
         })
@@ -240,8 +248,10 @@ pub async fn run_with<R, F>(
     F: Future<Output = Result<Action>> + Send + 'static,
 {
     let mut caches = Caches::new(ctx.own.clone());
-    let controllers: Vec<_> =
-        runtime::targets(namespaces).iter().map(|ns| controller_for(&ctx.client, ns.as_deref(), &mut caches)).collect();
+    let controllers: Vec<_> = runtime::targets(namespaces)
+        .iter()
+        .map(|ns| controller_for(&ctx.client, ns.as_deref(), &mut caches, &ctx.exports))
+        .collect();
     ctx.set_caches(caches);
     let stores: Vec<Store<BrowserSession>> = controllers.iter().map(Controller::store).collect();
     let slots = Arc::new(tokio::sync::Semaphore::new(usize::from(RECONCILE_CONCURRENCY)));
@@ -276,7 +286,11 @@ pub async fn run_with<R, F>(
         .collect();
     info!(?namespaces, "starting the session controllers");
     // Beside the bookkeeping: both read the session caches and end with the controllers.
-    let books = futures::future::join(keep_books(stores.clone(), ctx.clone()), egress_watch::run(stores, ctx.clone()));
+    let books = futures::future::join3(
+        keep_books(stores.clone(), ctx.clone()),
+        egress_watch::run(stores.clone(), ctx.clone()),
+        export_watch::run(stores, ctx.clone()),
+    );
     runtime::run(
         "session",
         controllers,

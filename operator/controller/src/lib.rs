@@ -29,6 +29,7 @@ pub mod controller;
 pub mod crd;
 pub mod egress_watch;
 pub mod error;
+pub mod export_watch;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod http;
@@ -39,6 +40,7 @@ pub mod pool;
 pub mod recovery;
 pub mod room;
 pub mod runtime;
+pub mod runtime_reads;
 pub mod session;
 pub mod status;
 pub mod telemetry;

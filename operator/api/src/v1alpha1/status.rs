@@ -160,6 +160,35 @@ pub struct RecordingStatus {
     pub trace: bool,
     /// The command that copies them out.
     pub command: String,
+    /// Where the recordings are exported and how far the uploads got, as
+    /// the exporter last reported it (`spec.recording.export`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<RecordingExportStatus>,
+}
+
+/// The export of a session's recordings to object storage, as its exporter
+/// container last reported it (read by the operator at most every
+/// few seconds; the counts lag the store by that much).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordingExportStatus {
+    /// `s3://<bucket>/<prefix>/`: where `manifest.json` and the segments are.
+    pub destination: String,
+    /// Objects stored since the exporter started (segments, manifests, markers).
+    pub objects: u64,
+    /// Bytes stored since the exporter started.
+    pub bytes: u64,
+    /// Segments the session's manifest lists.
+    pub segments: u64,
+    /// `interrupted` markers: recordings a crash or an eviction cut short.
+    pub interruptions: u64,
+    /// When the last object was stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_upload: Option<Time>,
+    /// The store's answer to the last failed upload (credentials masked);
+    /// cleared by the next success. Recording goes on locally meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// Condition types the operator maintains.
@@ -186,4 +215,9 @@ pub mod condition {
     /// For a session with `spec.pool`: True when its browser is a warm Pod
     /// claimed from the pool; False (with the reason) when it started cold.
     pub const POOL_CLAIMED: &str = "PoolClaimed";
+    /// For a session with `spec.recording.export`: True while its exporter
+    /// uploads; False with the store's answer when uploads fail (recording
+    /// continues on the volume and the uploads are retried), or before the
+    /// exporter first reported.
+    pub const RECORDINGS_EXPORTED: &str = "RecordingsExported";
 }

@@ -166,9 +166,15 @@ fn dns_rule(dns: &DnsPeer) -> NetworkPolicyEgressRule {
 }
 
 /// What the browser may reach, in one line for the EgressPolicy condition.
-pub fn egress_summary(egress: &Egress, defaults: &EgressDefaults) -> String {
+pub fn egress_summary(egress: &Egress, exporting: bool, defaults: &EgressDefaults) -> String {
+    let ingress = match &defaults.report_reader {
+        Some(reader) if report_reader_rule(egress, exporting, defaults).is_some() => {
+            format!("ingress only from the operator (namespace {}) to port {READINESS_PORT}", reader.namespace)
+        }
+        _ => "ingress denied".to_owned(),
+    };
     if egress.mode == EgressMode::DenyAll {
-        return "no egress at all; ingress denied".into();
+        return format!("no egress at all; {ingress}");
     }
     let dns = &defaults.dns;
     let labels: Vec<String> = dns.pod_labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -192,12 +198,6 @@ pub fn egress_summary(egress: &Egress, defaults: &EgressDefaults) -> String {
         parts.push(format!("{pods} in {ns}"));
     }
     parts.extend(super::egress_hosts::host_rules_summary(egress, defaults));
-    let ingress = match &defaults.report_reader {
-        Some(reader) if report_reader_rule(egress, defaults).is_some() => {
-            format!("ingress only from the operator (namespace {}) to port {READINESS_PORT}", reader.namespace)
-        }
-        _ => "ingress denied".to_owned(),
-    };
     format!("egress to {}; {ingress}", parts.join("; "))
 }
 
@@ -214,7 +214,8 @@ pub fn network_policy(
     // `None`, not an empty list, for "no rule": the API server drops empty
     // lists, which would make every apply a change and a watch event.
     let egress = egress_rules(&bs.spec.network.egress, defaults)?;
-    let ingress = report_reader_rule(&bs.spec.network.egress, defaults).map(|rule| vec![rule]);
+    let exporting = bs.spec.recording.export.is_some();
+    let ingress = report_reader_rule(&bs.spec.network.egress, exporting, defaults).map(|rule| vec![rule]);
     Ok(NetworkPolicy {
         metadata: child_meta(id, &id.names.network_policy, "network-policy"),
         spec: Some(NetworkPolicySpec {
@@ -231,12 +232,15 @@ pub fn network_policy(
 
 /// The one ingress a session's Pod admits: the operator's Pods to the
 /// runtime's readiness port, where it reads the egress report
-/// ([`playpen_api::layout::EGRESS_REPORT_PATH`]) — only while host rules
-/// apply (without them the report is empty) and the operator runs in the
-/// cluster.
-fn report_reader_rule(egress: &Egress, defaults: &EgressDefaults) -> Option<NetworkPolicyIngressRule> {
+/// ([`playpen_api::layout::EGRESS_REPORT_PATH`]) and the exporter's status
+/// ([`playpen_api::layout::EXPORT_STATUS_PATH`]) — only while host rules
+/// apply or recordings are `exporting` (without either there is nothing to
+/// read) and the operator runs in the cluster.
+fn report_reader_rule(egress: &Egress, exporting: bool, defaults: &EgressDefaults) -> Option<NetworkPolicyIngressRule> {
     let reader = defaults.report_reader.as_ref()?;
-    super::egress_hosts::egress_hosts_config(egress, defaults)?;
+    if !exporting {
+        super::egress_hosts::egress_hosts_config(egress, defaults)?;
+    }
     Some(NetworkPolicyIngressRule {
         from: Some(vec![NetworkPolicyPeer {
             namespace_selector: Some(namespace_selector(&reader.namespace)),
@@ -467,7 +471,7 @@ mod tests {
         assert!(deny_only.expect("egress")[1..].iter().all(|rule| rule.ports == tcp_only), "any host rule");
         let plain = rules(json!({"mode": "Internet"}), &EgressDefaults::default()).expect("egress");
         assert!(plain[1..].iter().all(|rule| rule.ports.is_none()), "without host rules, every protocol");
-        let summary = egress_summary(&egress(listed), &EgressDefaults::default());
+        let summary = egress_summary(&egress(listed), false, &EgressDefaults::default());
         assert!(summary.contains("the internet (TCP only) except 10.0.0.0/8"), "{summary}");
         assert!(
             summary.ends_with("hosts through the session runtime's proxy: allow *.example.com; ingress denied"),
@@ -476,14 +480,14 @@ mod tests {
     }
 
     #[test]
-    fn only_the_operator_reaches_the_readiness_port_and_only_with_host_rules() {
+    fn only_the_operator_reaches_the_readiness_port_and_only_with_host_rules_or_an_export() {
         let reader = PodPeer {
             namespace: "playpen-system".into(),
             pod_labels: BTreeMap::from([("app.kubernetes.io/name".into(), "playpen".into())]),
         };
         let defaults = EgressDefaults { report_reader: Some(reader), ..EgressDefaults::default() };
         let hosts = egress(json!({"mode": "AllowListOnly", "allowHosts": ["*.example.com"]}));
-        let rule = report_reader_rule(&hosts, &defaults).expect("a rule with host rules");
+        let rule = report_reader_rule(&hosts, false, &defaults).expect("a rule with host rules");
         let from = rule.from.as_deref().expect("from");
         assert_eq!(from.len(), 1);
         assert_eq!(
@@ -497,15 +501,22 @@ mod tests {
         let ports = rule.ports.as_deref().expect("ports");
         assert_eq!(ports.len(), 1);
         assert_eq!(ports[0].port, Some(IntOrString::Int(i32::from(READINESS_PORT))));
-        assert!(egress_summary(&hosts, &defaults)
+        assert!(egress_summary(&hosts, false, &defaults)
             .ends_with("ingress only from the operator (namespace playpen-system) to port 9321"));
         // Denied hosts alone run the proxy too.
-        assert!(report_reader_rule(&egress(json!({"mode": "Internet", "denyHosts": ["a.test"]})), &defaults).is_some());
+        assert!(report_reader_rule(&egress(json!({"mode": "Internet", "denyHosts": ["a.test"]})), false, &defaults)
+            .is_some());
         // No host rules, or no operator in the cluster: no ingress at all.
         let plain = egress(json!({"mode": "Internet"}));
-        assert!(report_reader_rule(&plain, &defaults).is_none());
-        assert!(egress_summary(&plain, &defaults).ends_with("; ingress denied"));
-        assert!(report_reader_rule(&hosts, &EgressDefaults::default()).is_none());
+        assert!(report_reader_rule(&plain, false, &defaults).is_none());
+        assert!(egress_summary(&plain, false, &defaults).ends_with("; ingress denied"));
+        assert!(report_reader_rule(&hosts, false, &EgressDefaults::default()).is_none());
+        // An export without host rules is read too (its status), whatever the mode.
+        assert!(report_reader_rule(&plain, true, &defaults).is_some());
+        let deny_all = egress(json!({"mode": "DenyAll"}));
+        assert!(egress_summary(&deny_all, true, &defaults)
+            .ends_with("ingress only from the operator (namespace playpen-system) to port 9321"));
+        assert!(report_reader_rule(&plain, true, &EgressDefaults::default()).is_none());
     }
 
     #[test]
@@ -532,7 +543,7 @@ mod tests {
         };
         let r = rules(json!({}), &defaults).expect("egress");
         assert_eq!(blocks(&r[0]), [("169.254.20.10/32".to_owned(), vec![])]);
-        assert!(egress_summary(&egress(json!({})), &defaults).contains("DNS to 169.254.20.10/32"));
+        assert!(egress_summary(&egress(json!({})), false, &defaults).contains("DNS to 169.254.20.10/32"));
     }
 
     #[test]
@@ -549,6 +560,7 @@ mod tests {
             &egress(
                 json!({"allowCIDRs": ["10.1.0.0/16"], "allowPeers": [{"namespace": "f", "podLabels": {"app": "x"}}, {}]}),
             ),
+            false,
             &defaults,
         );
         assert_eq!(
@@ -558,8 +570,11 @@ mod tests {
              fc00::/7, fe80::/10; allowed CIDRs 10.1.0.0/16; Pods app=x in namespace f; all Pods in the session's \
              namespace; ingress denied"
         );
-        let only = egress_summary(&egress(json!({"mode": "AllowListOnly"})), &defaults);
+        let only = egress_summary(&egress(json!({"mode": "AllowListOnly"})), false, &defaults);
         assert!(!only.contains("internet"), "{only}");
-        assert_eq!(egress_summary(&egress(json!({"mode": "DenyAll"})), &defaults), "no egress at all; ingress denied");
+        assert_eq!(
+            egress_summary(&egress(json!({"mode": "DenyAll"})), false, &defaults),
+            "no egress at all; ingress denied"
+        );
     }
 }

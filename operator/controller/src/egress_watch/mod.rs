@@ -1,6 +1,6 @@
 //! The egress watch: every [`EVERY`], the operator reads the egress report
 //! of each Ready session with host rules (`GET /egress` on its runtime's
-//! readiness port, [`fetch`]), publishes an `EgressRefused` Event when the
+//! readiness port, [`crate::runtime_reads`]), publishes an `EgressRefused` Event when the
 //! proxy refused new attempts (at most one per session per
 //! [`ledger::EVENT_EVERY`], [`ledger`]) and sets the per-session gauge
 //! `playpen_session_egress_connections{namespace,session,verdict,rule}`.
@@ -11,14 +11,12 @@
 //! NetworkPolicy admits only the operator's Pods to that one port
 //! (`children::network`). Sessions without host rules have no proxy and
 //! are not read. Reads run [`CONCURRENCY`] at once, each bounded in time
-//! and size ([`fetch`]), so a silent or hostile Pod delays the round by at
+//! and size ([`crate::runtime_reads`]), so a silent or hostile Pod delays the round by at
 //! most one exchange bound per slot and costs nobody else an Event.
 
-pub mod fetch;
 pub mod ledger;
 
-use std::collections::{HashMap, HashSet};
-use std::net::IpAddr;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +30,7 @@ use playpen_api::BrowserSession;
 use crate::children::egress_hosts::egress_hosts_config;
 use crate::context::Context;
 use crate::runtime::metrics::EgressLabels;
+use crate::runtime_reads;
 use ledger::Ledger;
 
 /// How often the reports are read.
@@ -40,12 +39,6 @@ pub const EVERY: Duration = Duration::from_secs(60);
 pub const CONCURRENCY: usize = 16;
 /// The reason of the Event.
 pub const EGRESS_REFUSED: &str = "EgressRefused";
-
-/// A session to read: its object, and where its runtime answers.
-struct Target {
-    session: Arc<BrowserSession>,
-    ip: IpAddr,
-}
 
 /// Runs until dropped (with the controllers), when the operator runs in
 /// the cluster (its Pods are the ones the sessions admit); idle otherwise.
@@ -61,36 +54,17 @@ pub async fn run(stores: Vec<Store<BrowserSession>>, ctx: Arc<Context>) {
     }
 }
 
-/// The sessions with host rules whose Pod is Ready, and every session's UID.
-fn targets(stores: &[Store<BrowserSession>], ctx: &Context) -> (Vec<Target>, HashSet<String>) {
-    let caches = ctx.caches();
-    let mut present = HashSet::new();
-    let mut found = Vec::new();
-    for bs in stores.iter().flat_map(Store::state) {
-        let Some(uid) = bs.uid() else { continue };
-        present.insert(uid);
-        if egress_hosts_config(&bs.spec.network.egress, &ctx.settings.egress).is_none() {
-            continue;
-        }
-        let namespace = bs.namespace().unwrap_or_default();
-        let pod = bs.status.as_ref().and_then(|s| s.pod_name.as_deref()).and_then(|p| caches.pods.get(&namespace, p));
-        if let Some(ip) = pod.and_then(|p| p.ready_ip()) {
-            found.push(Target { session: bs, ip });
-        }
-    }
-    (found, present)
-}
-
 async fn round(
     stores: &[Store<BrowserSession>],
     ctx: &Context,
     ledger: &mut Ledger,
     series: &mut HashMap<String, Vec<EgressLabels>>,
 ) {
-    let (targets, present) = targets(stores, ctx);
+    let hosts = |bs: &BrowserSession| egress_hosts_config(&bs.spec.network.egress, &ctx.settings.egress).is_some();
+    let (targets, present) = runtime_reads::ready_targets(stores, ctx, hosts);
     let mut reads = futures::stream::iter(targets)
         .map(|t| async move {
-            let report = fetch::report(t.ip).await;
+            let report = runtime_reads::report(t.ip).await;
             (t, report)
         })
         .buffer_unordered(CONCURRENCY);

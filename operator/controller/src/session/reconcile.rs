@@ -60,13 +60,14 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         ctx.room.wake();
     }
     // report, beside what the status names (a Pod to create, a claim to settle)
+    let export = ctx.exports.get(&crate::context::key(&bs));
     let status_of = |pod, refused| {
         report::status(
             &ctx,
             &bs,
             &read,
             (session, id),
-            Observed { missing: &missing, pod, recovery: &recovery, refused },
+            Observed { missing: &missing, pod, recovery: &recovery, refused, export: export.as_ref() },
             now,
         )
     };

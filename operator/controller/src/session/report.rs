@@ -106,7 +106,7 @@ async fn refuse(
     refusal: &Refusal,
     now: Timestamp,
 ) -> Result<Action> {
-    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None };
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None, export: None };
     let mut new = status::compute(bs, id, observed, &ctx.settings.egress, now);
     let previous = bs.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
     status::pool::refuse(&mut new, refusal, &previous, now);
@@ -119,7 +119,7 @@ async fn refuse(
 /// Pending status that names the pool, and a wake-up when a Pod of the
 /// pool is ready ([`crate::claim::wake`]).
 async fn wait(ctx: &Context, bs: &BrowserSession, pool: &str, pooled: &Pooled, now: Timestamp) -> Result<Action> {
-    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None };
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None, export: None };
     let mut new = status::compute(&pooled.session, &pooled.id, observed, &ctx.settings.egress, now);
     status::pool::record_source(&mut new, pool, &pooled.source, &pooled.template, now);
     write_status(ctx, bs, &pooled.id, new).await?;
@@ -139,7 +139,8 @@ pub(super) async fn refused_before_placing(
     now: Timestamp,
 ) -> Error {
     let Some(refused) = error.refused_child() else { return error };
-    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: Some(&refused) };
+    let observed =
+        Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: Some(&refused), export: None };
     let mut new = status::compute(bs, id, observed, &ctx.settings.egress, now);
     // What it said of its pool stays.
     let previous = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();

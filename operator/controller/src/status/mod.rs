@@ -6,6 +6,7 @@
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
+use playpen_api::export_status::ExportStatus;
 use playpen_api::layout::RECORDINGS_DIR;
 use playpen_api::runtime_config::{TerminationReport, FALLBACK_REASON, RUNTIME_FAILURE_REASONS};
 use playpen_api::text::{condition_reason, truncate, CONDITION_MESSAGE_MAX_BYTES};
@@ -30,6 +31,8 @@ pub struct Observed<'a> {
     pub recovery: &'a Recovery,
     /// A child the API server refused this reconcile, if one was.
     pub refused: Option<&'a Refused>,
+    /// What the session's exporter last reported ([`crate::export_watch`]).
+    pub export: Option<&'a ExportStatus>,
 }
 
 /// The reason of `ChildrenApplied=False`, and of `Ready` while it is.
@@ -370,7 +373,12 @@ pub fn compute(
     // True whatever the mode: the condition says which policy the operator
     // applied; whether the cluster's network plugin enforces it is its own.
     let mode = spec.network.egress.mode;
-    let egress = Cond::new(condition::EGRESS_POLICY, true, mode.as_str(), egress_summary(&spec.network.egress, egress));
+    let egress = Cond::new(
+        condition::EGRESS_POLICY,
+        true,
+        mode.as_str(),
+        egress_summary(&spec.network.egress, spec.recording.export.is_some(), egress),
+    );
     let ready_ok = resolved.ok && applied.ok && browser.ok && (viewer.ok || !spec.browser.viewer.enabled);
     let ready = if ready_ok {
         Cond::new(
@@ -384,8 +392,11 @@ pub fn compute(
         Cond::new(condition::READY, false, first.reason.clone(), first.message.clone())
     };
     let generation = bs.metadata.generation;
+    let exporting = spec.recording.export.is_some();
+    let exported = exporting.then(|| export::condition(observed.export));
     let conditions = [ready, resolved, applied, scheduled, browser, viewer, sandbox, egress]
         .into_iter()
+        .chain(exported)
         .map(|c| settle(c, previous, generation, now))
         .collect();
     let viewer_status = spec.browser.viewer.enabled.then(|| ViewerStatus {
@@ -411,6 +422,7 @@ pub fn compute(
             video: spec.recording.video,
             trace: spec.recording.trace,
             command: format!("kubectl playpen record {} -n {}", id.name, id.namespace),
+            export: observed.export.filter(|_| exporting).map(export::export_status),
         }),
         exec_hint: Some(format!(
             "kubectl -n {} exec {} -c browser -- playwright-cli goto https://example.com",
@@ -447,6 +459,7 @@ fn settle(c: Cond, previous: &[Condition], generation: Option<i64>, now: Timesta
     }
 }
 
+pub mod export;
 pub mod pool;
 
 #[cfg(test)]

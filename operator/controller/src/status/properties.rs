@@ -145,7 +145,7 @@ proptest! {
         let bs = session(previous, sandbox_disabled, viewer);
         let id = Identity::of(&bs).expect("identity");
         let now = "2026-11-29T12:00:00Z".parse().expect("ts");
-        let observed = Observed { missing: &[], pod: pod.as_ref(), recovery: &recovery, refused: None };
+        let observed = Observed { missing: &[], pod: pod.as_ref(), recovery: &recovery, refused: None, export: None };
         let status = compute(&bs, &id, observed, &EgressDefaults::default(), now);
         prop_assert_eq!(status.conditions.len(), 8, "one of each condition type");
         for c in &status.conditions {

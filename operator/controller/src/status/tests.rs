@@ -34,7 +34,7 @@ fn run(bs: &BrowserSession, missing: &[MissingReference], pod: Option<&Pod>) -> 
     compute(
         bs,
         &id,
-        Observed { missing, pod, recovery: &Recovery::None, refused: None },
+        Observed { missing, pod, recovery: &Recovery::None, refused: None, export: None },
         &EgressDefaults::default(),
         now(),
     )
@@ -95,7 +95,7 @@ fn a_refused_child_is_said_and_the_session_is_not_ready_whatever_its_pod() {
         message: "networkpolicies.networking.k8s.io \"demo-isolate\" is forbidden: exceeded quota: np".into(),
     };
     let with = |bs: &BrowserSession, refused: Option<&super::Refused>| {
-        let observed = Observed { missing: &[], pod: Some(&p), recovery: &Recovery::None, refused };
+        let observed = Observed { missing: &[], pod: Some(&p), recovery: &Recovery::None, refused, export: None };
         compute(bs, &id, observed, &EgressDefaults::default(), now())
     };
     let s = with(&bs, Some(&refused));
@@ -226,7 +226,7 @@ fn transition_time_is_kept_while_status_is_unchanged() {
     let mut bs = session(json!({"image": "i"}));
     let earlier: Timestamp = "2026-11-29T11:00:00Z".parse().expect("ts");
     let id = Identity::of(&bs).expect("id");
-    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None };
+    let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None, export: None };
     bs.status = Some(compute(&bs, &id, observed, &EgressDefaults::default(), earlier));
     let s = run(&bs, &[], None);
     assert_eq!(cond(&s, condition::READY).last_transition_time, Time(earlier));
@@ -247,7 +247,7 @@ fn running(ready: bool, restarts: i32) -> Pod {
 /// Reconciles `bs` against `pod` at `at`, keeping the status as the operator would.
 fn step(bs: &mut BrowserSession, pod: &Pod, at: &str) -> BrowserSessionStatus {
     let id = Identity::of(bs).expect("id");
-    let observed = Observed { missing: &[], pod: Some(pod), recovery: &Recovery::None, refused: None };
+    let observed = Observed { missing: &[], pod: Some(pod), recovery: &Recovery::None, refused: None, export: None };
     let s = compute(bs, &id, observed, &EgressDefaults::default(), at.parse().expect("ts"));
     bs.status = Some(s.clone());
     s

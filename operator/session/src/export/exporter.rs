@@ -17,11 +17,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use chrono::{DateTime, Utc};
-use playpen_api::export_status::{ExportStatus, EXPORT_STATE_DIR, EXPORT_STATUS_FILE};
+use playpen_api::export_status::{ExportStatus, EXPORT_STATE_DIR};
 use playpen_api::runtime_config::{RecordingExportConfig, RuntimeConfig};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::plan::{self, Item, Listed, Seen};
+use super::status_board::{self, write_whole, StatusBoard};
 use super::{
     CredentialsSource, Destination, ExportError, InterruptedMarker, Manifest, SegmentKind, SessionId, SessionInfo,
     UploadOptions, Uploader, MANIFEST_FORMAT,
@@ -71,12 +72,13 @@ pub async fn run(opts: Options) -> i32 {
         Err(err) => {
             // A destination that cannot work is said in the status; restarting would not fix it.
             tracing::error!(%err, "recording export disabled");
-            write_status(&state, &ExportStatus { last_error: Some(err.to_string()), ..ExportStatus::default() });
+            status_board::write(&state, &ExportStatus { last_error: Some(err.to_string()), ..ExportStatus::default() });
             sigterm.recv().await;
             return exit::ENDED;
         }
     };
-    tracing::info!(destination = %exporter.status().destination, "exporting recordings");
+    tracing::info!(destination = %exporter.board.destination(), "exporting recordings");
+    let writer = tokio::spawn(status_board::keep_written(exporter.board.clone(), state.clone()));
     loop {
         tokio::select! {
             () = tokio::time::sleep(SCAN_EVERY) => {}
@@ -86,7 +88,6 @@ pub async fn run(opts: Options) -> i32 {
             () = exporter.pass(false) => {}
             _ = sigterm.recv() => break,
         }
-        write_status(&state, &exporter.status());
     }
     // The kubelet stops a native sidecar after the browser container; should
     // both stop at once, the browser's close finishes the last segment
@@ -102,7 +103,8 @@ pub async fn run(opts: Options) -> i32 {
     }
     let segments = exporter.manifest.segments.len();
     tracing::info!(objects = exporter.uploader.progress().objects - before, segments, "final pass done");
-    write_status(&state, &exporter.status());
+    writer.abort();
+    status_board::write(&state, &exporter.board.status());
     exit::ENDED
 }
 
@@ -113,7 +115,7 @@ struct Exporter {
     manifest: Manifest,
     manifest_copy: PathBuf,
     session: SessionInfo,
-    destination: String,
+    board: Arc<StatusBoard>,
     sent: HashMap<PathBuf, Instant>,
     live_every: Duration,
 }
@@ -151,29 +153,19 @@ impl Exporter {
             .and_then(|bytes| Manifest::from_json(&bytes).ok())
             .unwrap_or_else(|| Manifest::new(info.clone(), Utc::now()));
         let destination_text = format!("s3://{}/{}/", destination.bucket, uploader.layout().prefix().as_str());
+        let uploader = Arc::new(uploader);
+        let board = Arc::new(StatusBoard::new(uploader.clone(), destination_text));
+        board.counts(manifest.segments.len(), manifest.interruptions.len());
         Ok(Self {
-            uploader: Arc::new(uploader),
+            uploader,
             recordings: recordings.to_owned(),
             manifest,
             manifest_copy,
             session: info,
-            destination: destination_text,
+            board,
             sent: HashMap::new(),
             live_every: DEFAULT_LIVE_EVERY,
         })
-    }
-
-    fn status(&self) -> ExportStatus {
-        let progress = self.uploader.progress();
-        ExportStatus {
-            destination: self.destination.clone(),
-            objects: progress.objects,
-            bytes: progress.bytes,
-            segments: self.manifest.segments.len() as u64,
-            interruptions: self.manifest.interruptions.len() as u64,
-            last_upload: progress.last_upload.map(|t| t.to_rfc3339()),
-            last_error: progress.last_error,
-        }
     }
 
     /// One pass: the planned files, then the `interrupted` markers.
@@ -254,6 +246,7 @@ impl Exporter {
     /// The manifest to the store, and its local copy (an exporter
     /// restarted in the same Pod goes on from it).
     async fn publish_manifest(&self) -> Result<(), ExportError> {
+        self.board.counts(self.manifest.segments.len(), self.manifest.interruptions.len());
         self.uploader.put_manifest(&self.manifest).await?;
         let copy = self.manifest.to_json();
         if let Err(err) = write_whole(&self.manifest_copy, &copy) {
@@ -290,19 +283,4 @@ fn list(recordings: &Path) -> Vec<Listed> {
         }
     }
     out
-}
-
-fn write_status(state: &Path, status: &ExportStatus) {
-    let path = state.join(EXPORT_STATUS_FILE);
-    let bytes = serde_json::to_vec_pretty(status).unwrap_or_default();
-    if let Err(err) = write_whole(&path, &bytes) {
-        tracing::warn!(path = %path.display(), %err, "cannot write the export status");
-    }
-}
-
-/// Written whole, then renamed: a reader never sees half a file.
-fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(tmp, path)
 }

@@ -29,6 +29,7 @@ mod ledger;
 mod manifest;
 pub mod plan;
 mod prefix;
+mod status_board;
 mod store;
 mod upload;
 

@@ -7,8 +7,11 @@
 //! nothing else: the reason goes to this runtime's log, once per change.
 //! `GET /egress` answers what the egress proxy counted
 //! ([`playpen_api::egress_report`], empty without host rules): the
-//! operator reads it for Events and metrics. Only the node, the operator's
-//! Pods (admitted by the session's NetworkPolicy when host rules apply) and
+//! operator reads it for Events and metrics. `GET /export` answers the
+//! exporter container's last status file ([`playpen_api::export_status`],
+//! 404 before it wrote one), for the session's status. Only the node, the
+//! operator's Pods (admitted by the session's NetworkPolicy when host rules
+//! or an export apply) and
 //! the session's own processes reach this port, and each already knows or
 //! may know where the session's browser went. A
 //! request's size, the time it may take and the connections open at once are
@@ -16,10 +19,12 @@
 //! only its own session's probe.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use playpen_api::layout::{EGRESS_REPORT_PATH, READINESS_PATH};
+use playpen_api::export_status::{ExportStatus, EXPORT_STATE_DIR, EXPORT_STATUS_FILE, MAX_STATUS_BYTES};
+use playpen_api::layout::{EGRESS_REPORT_PATH, EXPORT_STATUS_PATH, READINESS_PATH};
 use playpen_api::runtime_config::RuntimeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -28,6 +33,7 @@ use tokio::sync::{watch, Semaphore};
 use super::egress_proxy::Tally;
 use crate::error::Fatal;
 use crate::probe;
+use crate::run::browser::recording;
 
 /// The longest request head read; the kubelet's is about 150 bytes.
 const REQUEST_HEAD_MAX: usize = 2048;
@@ -100,6 +106,8 @@ enum Request {
     Readiness,
     /// `GET /egress`.
     EgressReport,
+    /// `GET /export`.
+    ExportStatus,
     /// Anything else that ended its head.
     Other,
 }
@@ -133,6 +141,8 @@ fn classify(head: &[u8]) -> Request {
         Request::Readiness
     } else if path == EGRESS_REPORT_PATH.as_bytes() {
         Request::EgressReport
+    } else if path == EXPORT_STATUS_PATH.as_bytes() {
+        Request::ExportStatus
     } else {
         Request::Other
     }
@@ -163,6 +173,13 @@ async fn answer(
     let (status, body) = match request {
         Request::Other => ("404 Not Found", String::new()),
         Request::EgressReport => ("200 OK", serde_json::to_string(&tally.report()).unwrap_or_default()),
+        Request::ExportStatus => {
+            let output_dir = config.borrow().as_ref().map(|c| PathBuf::from(&c.output_dir));
+            match output_dir.and_then(|dir| export_status(&dir)) {
+                Some(status) => ("200 OK", serde_json::to_string(&status).unwrap_or_default()),
+                None => ("404 Not Found", String::new()),
+            }
+        }
         Request::Readiness => {
             let verdict = verdict(&mut config).await;
             last.note(&verdict);
@@ -174,6 +191,21 @@ async fn answer(
         format!("HTTP/1.1 {status}\r\n{kind}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
     let _ = tokio::time::timeout(WRITE_WITHIN, stream.write_all(response.as_bytes())).await;
     let _ = tokio::time::timeout(WRITE_WITHIN, stream.shutdown()).await;
+}
+
+/// The exporter's last status in the CLI's output directory, bounded: the
+/// exporter shares the volume with the browser, so the file is the Pod's
+/// word, and the operator bounds it again.
+fn export_status(output_dir: &Path) -> Option<ExportStatus> {
+    use std::io::Read as _;
+    let path = recording::dir(output_dir).join(EXPORT_STATE_DIR).join(EXPORT_STATUS_FILE);
+    let mut bytes = Vec::new();
+    let file = std::fs::File::open(path).ok()?;
+    file.take(MAX_STATUS_BYTES as u64 + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() > MAX_STATUS_BYTES {
+        return None;
+    }
+    serde_json::from_slice::<ExportStatus>(&bytes).ok().map(ExportStatus::bounded)
 }
 
 #[cfg(test)]
@@ -273,6 +305,35 @@ mod tests {
         let mut answer = Vec::new();
         let _ = stream.read_to_end(&mut answer).await;
         assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    }
+
+    #[tokio::test]
+    async fn the_exporters_status_is_answered_bounded_and_404_before_it_exists() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut config = session(tmp.path());
+        config.output_dir = tmp.path().join("out").display().to_string();
+        let state = tmp.path().join("out/recordings").join(EXPORT_STATE_DIR);
+        let addr = serving(config).await;
+        let ask_export = || ask(addr, b"GET /export HTTP/1.1\r\n\r\n");
+        assert!(ask_export().await.starts_with("HTTP/1.1 404 "), "no status yet");
+        std::fs::create_dir_all(&state).unwrap();
+        let written = ExportStatus {
+            destination: "s3://rec/a/".into(),
+            objects: 3,
+            last_error: Some(format!("\u{1b}[31m{}", "e".repeat(5000))),
+            ..ExportStatus::default()
+        };
+        std::fs::write(state.join(EXPORT_STATUS_FILE), serde_json::to_vec(&written).unwrap()).unwrap();
+        let answer = ask_export().await;
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        let body: ExportStatus = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        assert_eq!((body.destination.as_str(), body.objects), ("s3://rec/a/", 3));
+        assert!(!body.last_error.unwrap().contains('\u{1b}'), "cut to its bounds before it leaves");
+        // A file past the bound, or not a status, is not answered.
+        std::fs::write(state.join(EXPORT_STATUS_FILE), vec![b' '; MAX_STATUS_BYTES + 1]).unwrap();
+        assert!(ask_export().await.starts_with("HTTP/1.1 404 "));
+        std::fs::write(state.join(EXPORT_STATUS_FILE), b"[1,").unwrap();
+        assert!(ask_export().await.starts_with("HTTP/1.1 404 "));
     }
 
     #[tokio::test]
