@@ -11,6 +11,13 @@ use serde::{Deserialize, Serialize};
 pub const EXPORT_STATE_DIR: &str = ".export";
 /// The status file in [`EXPORT_STATE_DIR`].
 pub const EXPORT_STATUS_FILE: &str = "status.json";
+/// The ledger in [`EXPORT_STATE_DIR`]: one JSON line per upload (the file,
+/// its size and modification time when read). Retention in the browser
+/// container reads it to delete uploaded recordings first.
+pub const EXPORT_LEDGER_FILE: &str = "ledger.jsonl";
+/// The file in [`EXPORT_STATE_DIR`] naming the file being uploaded now
+/// ([`Uploading`]), absent between uploads: retention never deletes it.
+pub const EXPORT_UPLOADING_FILE: &str = "uploading.json";
 /// The longest error text kept.
 pub const MAX_ERROR_CHARS: usize = 1024;
 /// The most bytes of a status file (or its answer) a reader takes.
@@ -37,6 +44,14 @@ pub struct ExportStatus {
     /// the next success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+}
+
+/// The file the exporter is uploading now ([`EXPORT_UPLOADING_FILE`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Uploading {
+    /// Its path, as the exporter's ledger names it.
+    pub path: String,
 }
 
 impl ExportStatus {

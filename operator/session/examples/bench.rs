@@ -154,8 +154,13 @@ fn retention_bench() {
     }
     // With a size budget that keeps everything: the budget's bookkeeping is in the measured pass.
     let size = retention::size_budget(Some(1 << 40), None, None);
-    let keep_all =
-        Policy { max_age: Duration::from_secs(86_400), max_count: 1_000_000, grace: Duration::from_secs(5), size };
+    let keep_all = Policy {
+        max_age: Duration::from_secs(86_400),
+        max_count: 1_000_000,
+        grace: Duration::from_secs(5),
+        size,
+        uploaded_first: false,
+    };
     let t = Instant::now();
     let deleted = retention::prune(dir.path(), keep_all).unwrap().deleted;
     println!("retention: pass over 100000 files deleting {deleted}: {:?} (target < 1 s)", t.elapsed());

@@ -4,7 +4,10 @@
 //! shared snapshot volume, keeps the manifest in the store current, marks
 //! each recording a crash cut short (`interrupted.json`, which the runtime
 //! writes at its next start) with an `interrupted` object, and writes its
-//! progress to `recordings/.export/status.json`. The kubelet stops it after
+//! progress to `recordings/.export/status.json`. While it uploads a file,
+//! `recordings/.export/uploading.json` names it (retention leaves that file
+//! alone; the ledger beside it tells retention what is stored, to delete
+//! first). The kubelet stops it after
 //! the browser container: on SIGTERM it makes a final pass (the last
 //! segment included) within the Pod's grace period and exits.
 //!
@@ -17,7 +20,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use chrono::{DateTime, Utc};
-use playpen_api::export_status::{ExportStatus, EXPORT_STATE_DIR};
+use playpen_api::export_status::{
+    ExportStatus, Uploading, EXPORT_LEDGER_FILE, EXPORT_STATE_DIR, EXPORT_UPLOADING_FILE,
+};
 use playpen_api::runtime_config::{RecordingExportConfig, RuntimeConfig};
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -67,6 +72,8 @@ pub async fn run(opts: Options) -> i32 {
         tracing::error!(path = %state.display(), %err, "cannot create the exporter's state directory");
         return exit::FATAL;
     }
+    // A previous exporter stopped mid-upload: that file is no longer being read.
+    uploading(&state, None);
     let mut exporter = match Exporter::new(&config, &export, &opts.export_credentials_dir, &recordings, &state) {
         Ok(exporter) => exporter,
         Err(err) => {
@@ -118,6 +125,7 @@ struct Exporter {
     board: Arc<StatusBoard>,
     sent: HashMap<PathBuf, Instant>,
     live_every: Duration,
+    state: PathBuf,
 }
 
 impl Exporter {
@@ -145,7 +153,7 @@ impl Exporter {
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
             .map_or_else(Utc::now, |t| t.with_timezone(&Utc));
         let uploader =
-            Uploader::new(&destination, &session, created, &state.join("ledger.jsonl"), UploadOptions::default())?;
+            Uploader::new(&destination, &session, created, &state.join(EXPORT_LEDGER_FILE), UploadOptions::default())?;
         let manifest_copy = state.join("manifest.json");
         let info = SessionInfo::from(&session);
         let manifest = std::fs::read(&manifest_copy)
@@ -165,6 +173,7 @@ impl Exporter {
             board,
             sent: HashMap::new(),
             live_every: DEFAULT_LIVE_EVERY,
+            state: state.to_owned(),
         })
     }
 
@@ -183,10 +192,13 @@ impl Exporter {
         let seen = Seen { video_in_progress: in_progress_name, final_pass, stored: &stored, sent_lately: &lately };
         let items = plan::plan(&listed, &seen);
         for item in items {
+            let (Item::Video { rel, .. } | Item::Trace { rel, .. }) = &item;
+            uploading(&self.state, Some(&self.recordings.join(rel)));
             if let Err(err) = self.send(&item).await {
                 tracing::warn!(%err, "recording upload failed; it stays on the volume and is tried again");
             }
         }
+        uploading(&self.state, None);
         self.mark_interruptions().await;
     }
 
@@ -283,4 +295,24 @@ fn list(recordings: &Path) -> Vec<Listed> {
         }
     }
     out
+}
+
+/// Names the file being uploaded now in the state directory, for retention
+/// (`None`: no upload runs). Best effort: without the note retention may
+/// delete the file mid-upload only when nothing uploaded is left to delete.
+fn uploading(state: &Path, path: Option<&Path>) {
+    let note = state.join(EXPORT_UPLOADING_FILE);
+    let done = match path {
+        Some(path) => {
+            let bytes = serde_json::to_vec(&Uploading { path: path.display().to_string() }).unwrap_or_default();
+            write_whole(&note, &bytes)
+        }
+        None => {
+            std::fs::remove_file(&note)
+                .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
+        }
+    };
+    if let Err(err) = done {
+        tracing::debug!(path = %note.display(), %err, "cannot note the upload in progress");
+    }
 }

@@ -72,6 +72,18 @@ fn parse(text: &str) -> HashMap<PathBuf, Uploaded> {
         .collect()
 }
 
+/// What a ledger's text says is uploaded: each file's fingerprint when it
+/// was read for its last upload (later lines winning, torn or foreign lines
+/// skipped). The reader's side: retention in the browser container reads
+/// the exporter's file with this, never trusting more than a fingerprint
+/// that still matches the file on disk.
+pub fn fingerprints(text: &str) -> HashMap<PathBuf, Fingerprint> {
+    parse(text)
+        .into_iter()
+        .map(|(path, entry)| (path, Fingerprint { bytes: entry.bytes, modified_ns: entry.modified_ns }))
+        .collect()
+}
+
 /// The ledger of one session's uploads.
 #[derive(Debug)]
 pub struct Ledger {
@@ -186,6 +198,23 @@ mod tests {
         let again = Ledger::open(&file).unwrap();
         assert_eq!(again.entries.len(), 1);
         assert_eq!(again.entry(&a).unwrap().bytes, 2);
+    }
+
+    #[test]
+    fn the_reader_s_side_sees_each_file_s_last_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("uploaded.jsonl");
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let mut ledger = Ledger::open(&file).unwrap();
+        ledger.record(entry(&a, 1, 10)).unwrap();
+        ledger.record(entry(&b, 2, 20)).unwrap();
+        ledger.record(entry(&a, 3, 30)).unwrap();
+        let text = format!("not json\n{}{{\"path\":", std::fs::read_to_string(&file).unwrap());
+        let seen = fingerprints(&text);
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[&a], Fingerprint { bytes: 3, modified_ns: 30 });
+        assert_eq!(seen[&b], Fingerprint { bytes: 2, modified_ns: 20 });
+        assert!(fingerprints("").is_empty() && fingerprints("\u{0}\n[]\n{}").is_empty());
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //!
 //! I/O at the edges: `credentials` (the mounted Secret's files, read for
 //! every request, so that fixing the Secret resumes uploads), `ledger`
-//! (what was uploaded, for retention), `store` (the `object_store` client)
+//! (what was uploaded, for retention, which reads it with
+//! [`ledger_fingerprints`]), `store` (the `object_store` client)
 //! and `upload` (the uploader). `plan` (pure) picks what one pass uploads;
 //! `exporter` is the `playpen-session export` container around all of it.
 
@@ -39,7 +40,7 @@ pub use credentials::{read as read_credentials, Credentials, CredentialsError, S
 pub use destination::{CredentialsSource, Destination, InvalidDestination, ValidDestination, DEFAULT_REGION};
 pub use error::ExportError;
 pub use keys::{KeyError, Layout, ObjectKey, SegmentKind};
-pub use ledger::{Fingerprint, Ledger, Uploaded};
+pub use ledger::{fingerprints as ledger_fingerprints, Fingerprint, Ledger, Uploaded};
 pub use manifest::{InterruptedMarker, Manifest, ManifestError, Segment, SessionInfo, MANIFEST_FORMAT};
 pub use prefix::{Prefix, PrefixError, PrefixTemplate, SessionId, DEFAULT_PREFIX};
 pub use upload::{Progress, Upload, UploadOptions, Uploader, MIN_PART_SIZE};

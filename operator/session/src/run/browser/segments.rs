@@ -353,7 +353,13 @@ mod tests {
         for file in [&finished, &next, &third] {
             std::fs::File::options().write(true).open(file).unwrap().set_modified(old).unwrap();
         }
-        let policy = Policy { max_age: Duration::from_secs(60), max_count: 500, grace: Duration::ZERO, size: None };
+        let policy = Policy {
+            max_age: Duration::from_secs(60),
+            max_count: 500,
+            grace: Duration::ZERO,
+            size: None,
+            uploaded_first: false,
+        };
         let outcome = prune(tmp.path(), policy).unwrap();
         assert_eq!(outcome.deleted, 2, "{outcome:?}");
         assert!(!Path::new(&finished).exists() && !Path::new(&next).exists());

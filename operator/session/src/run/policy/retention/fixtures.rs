@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use super::plan::{plan, Listing, Plan, Policy, SizeBudget};
 use super::unit::Entry;
+use super::uploaded::{fingerprint, Exported};
 use crate::run::browser::recording::Started;
 
 const T0: Duration = Duration::from_secs(1_000_000);
@@ -24,7 +25,7 @@ pub(super) fn ms(secs_ago: u64) -> u64 {
 }
 
 pub(super) fn sized(name: &str, secs_ago: u64, bytes: u64) -> Entry {
-    Entry { path: PathBuf::from(name), modified: at(secs_ago), bytes }
+    Entry { path: PathBuf::from(name), modified: at(secs_ago), bytes, len: bytes }
 }
 
 /// A file of one byte.
@@ -40,7 +41,13 @@ pub(super) fn names(mut paths: Vec<PathBuf>) -> Vec<String> {
 impl Policy {
     /// Age, count and grace in seconds; no size budget.
     pub(super) fn of(max_age: u64, max_count: usize, grace: u64) -> Policy {
-        Policy { max_age: Duration::from_secs(max_age), max_count, grace: Duration::from_secs(grace), size: None }
+        Policy {
+            max_age: Duration::from_secs(max_age),
+            max_count,
+            grace: Duration::from_secs(grace),
+            size: None,
+            uploaded_first: false,
+        }
     }
 }
 
@@ -103,6 +110,41 @@ impl Session {
     pub(super) fn egress_log(mut self, file: &str, written: u64, bytes: u64) -> Self {
         self.0.egress_log.push(sized(&format!("recordings/{file}"), written, bytes));
         self
+    }
+
+    /// An export configured: the exporter's ledger read, empty so far.
+    pub(super) fn exporting(mut self) -> Self {
+        self.0.export.get_or_insert_with(Exported::default);
+        self
+    }
+
+    /// The ledger says the exporter stored `path` as it now is (listed already).
+    pub(super) fn stored(mut self, path: &str) -> Self {
+        let r = &self.0.recordings;
+        let mut all = self.0.files.iter().chain(&r.videos).chain(&r.traces).chain(&r.frames).chain(&r.shared);
+        let entry = all.find(|e| e.path.as_path() == std::path::Path::new(path)).expect("listed");
+        let print = fingerprint(entry);
+        self.0.export.get_or_insert_with(Exported::default).uploaded.insert(PathBuf::from(path), print);
+        self
+    }
+
+    /// The ledger has `path`, as it was before it was written to again.
+    pub(super) fn stored_before_a_write(mut self, path: &str) -> Self {
+        let mut print = fingerprint(&sized(path, 0, 0));
+        print.bytes = u64::MAX;
+        self.0.export.get_or_insert_with(Exported::default).uploaded.insert(PathBuf::from(path), print);
+        self
+    }
+
+    /// The exporter is uploading `path` now.
+    pub(super) fn uploading(mut self, path: &str) -> Self {
+        self.0.export.get_or_insert_with(Exported::default).uploading = Some(PathBuf::from(path));
+        self
+    }
+
+    /// The listing, as it is.
+    pub(super) fn listing(&self) -> Listing {
+        self.0.clone()
     }
 
     /// The walk stopped before it listed everything.

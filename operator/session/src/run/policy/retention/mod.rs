@@ -44,7 +44,23 @@
 //! sees the limit. What retention may not delete (the last-printed snapshot,
 //! the recording in progress, the notes, the shared trace blobs, other
 //! subdirectories) past 95% is a full volume: the runtime says so and stops.
+//!
+//! **With a recording export** (`recordingExport` in `runtime.json`) the
+//! exporter, another container on the same volume, keeps a ledger of what
+//! it stored (`recordings/.export/ledger.jsonl`, read bounded and
+//! untrusted: see `export_state.rs`). When the count or the size budget
+//! must delete, recordings stored as they now are go first, oldest first;
+//! recordings not yet stored stay as long as a stored one can go (see
+//! `uploaded.rs`). What is still over afterwards is met as without an
+//! export: the oldest of the rest go, stored or not (each recording lost
+//! unstored is logged), so an upload backlog never fills the volume, and
+//! the runtime stops with `SnapshotVolumeFull` only when what it may not
+//! delete fills it, nothing stored being left by then. Age deletes as
+//! without an export. Never deleted either: the file the exporter is
+//! uploading (`recordings/.export/uploading.json` names it) and the
+//! exporter's state directory (a subdirectory: counted, never deleted).
 
+mod export_state;
 #[cfg(test)]
 mod fixtures;
 mod plan;
@@ -52,15 +68,19 @@ mod recordings;
 mod scan;
 mod schedule;
 mod unit;
+mod uploaded;
 mod watch;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::run::browser::recording;
+
 pub use plan::{plan, size_budget, Listing, Plan, Policy, SizeBudget};
 pub use scan::{filesystem_bytes, scan};
 pub(crate) use schedule::retain;
 pub use unit::Entry;
+pub use uploaded::Exported;
 pub use watch::watch_writes;
 
 /// What one pass did.
@@ -74,11 +94,16 @@ pub struct Outcome {
     pub kept_bytes: u64,
     /// Whether the volume is still full.
     pub full: bool,
+    /// With an export, recordings deleted before the exporter stored them.
+    pub not_uploaded: Vec<PathBuf>,
 }
 
-/// One pass: scan, plan, delete.
+/// One pass: scan (with `uploaded_first`, the exporter's state too), plan, delete.
 pub fn prune(dir: &Path, policy: Policy) -> std::io::Result<Outcome> {
-    let plan = plan(scan(dir)?, SystemTime::now(), policy);
+    // The exporter's state first: a file it stores later is only not known stored yet.
+    let export = policy.uploaded_first.then(|| export_state::read(&recording::dir(dir)));
+    let listing = Listing { export, ..scan(dir)? };
+    let plan = plan(listing, SystemTime::now(), policy);
     let mut deleted = 0;
     for path in &plan.delete {
         match std::fs::remove_file(path) {
@@ -87,7 +112,13 @@ pub fn prune(dir: &Path, policy: Policy) -> std::io::Result<Outcome> {
             Err(e) => tracing::warn!(path = %path.display(), %e, "cannot prune"),
         }
     }
-    Ok(Outcome { deleted, young: plan.young, kept_bytes: plan.kept_bytes, full: plan.full })
+    Ok(Outcome {
+        deleted,
+        young: plan.young,
+        kept_bytes: plan.kept_bytes,
+        full: plan.full,
+        not_uploaded: plan.not_uploaded,
+    })
 }
 
 #[cfg(test)]
@@ -95,7 +126,7 @@ mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
-    use crate::run::browser::recording::{self, Started};
+    use crate::run::browser::recording::Started;
 
     /// Writes `bytes` bytes to `path`, creating its directory, last modified `secs_ago` seconds before `now`.
     fn write_aged(path: &Path, bytes: usize, now: SystemTime, secs_ago: u64) {

@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use super::recordings::{self, RecordingFiles};
 use super::unit::{total, Entry, Kind, Unit};
+use super::uploaded::{self, Candidate, Exported};
 
 /// What the snapshot volume holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -19,6 +20,9 @@ pub struct Listing {
     pub egress_log: Vec<Entry>,
     /// Everything else (the notes, other subdirectories' contents): counted, never deleted.
     pub other_bytes: u64,
+    /// With a recording export: what the exporter says it stored and is
+    /// storing. `None`: no export, retention as it always was.
+    pub export: Option<Exported>,
 }
 
 /// The size limits derived from the volume.
@@ -44,6 +48,9 @@ pub struct Policy {
     pub grace: Duration,
     /// The size limits, when the volume's size is known.
     pub size: Option<SizeBudget>,
+    /// Recordings are exported: the exporter's ledger is read, and what it
+    /// stored goes first when the count or the size budget must delete.
+    pub uploaded_first: bool,
 }
 
 /// What one pass decided.
@@ -57,6 +64,10 @@ pub struct Plan {
     pub kept_bytes: u64,
     /// Whether the volume is still full afterwards.
     pub full: bool,
+    /// With an export, the recordings (a video's path, a trace's name)
+    /// deleted before the exporter stored them: nothing stored was left to
+    /// delete in their place, or age took them.
+    pub not_uploaded: Vec<PathBuf>,
 }
 
 /// The size limits: the volume's size is the smaller of what the spec states
@@ -77,13 +88,27 @@ pub fn size_budget(volume: Option<u64>, filesystem: Option<u64>, max_total: Opti
 
 /// What to delete, given what is there at `now`.
 pub fn plan(listing: Listing, now: SystemTime, policy: Policy) -> Plan {
-    let Listing { files, recordings, egress_log, other_bytes } = listing;
+    let Listing { files, recordings, egress_log, other_bytes, export } = listing;
+    let stored = export.as_ref().map(|x| {
+        let r = &recordings;
+        x.stored_paths(r.videos.iter().chain(&r.traces).chain(&r.frames))
+    });
     let recordings = recordings::group(recordings);
     let mut units: Vec<Unit> =
         files.into_iter().map(|f| Unit::file(Kind::Snapshot, f)).chain(recordings.units).collect();
+    if let (Some(export), Some(stored)) = (&export, &stored) {
+        export.mark(&mut units, stored);
+    }
     // Newest first; equal times: the greater name first (timestamped names sort by time).
     units.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| b.name.cmp(&a.name)));
-    let rules = Rules { now, grace: policy.grace, last_printed: units.iter().position(is_snapshot) };
+    let uploading = export.and_then(|x| x.uploading);
+    let rules = Rules {
+        now,
+        grace: policy.grace,
+        last_printed: units.iter().position(is_snapshot),
+        exported: stored.is_some(),
+        uploading,
+    };
 
     let mut out = Plan::default();
     let protected = units.iter().enumerate().filter(|(rank, u)| rules.protected(*rank, u)).map(|(_, u)| u.bytes);
@@ -116,6 +141,10 @@ struct Rules {
     grace: Duration,
     /// The rank of the last-printed snapshot among the units, newest first.
     last_printed: Option<usize>,
+    /// Recordings are exported: a recording deleted unstored is reported.
+    exported: bool,
+    /// The file the exporter is uploading now.
+    uploading: Option<PathBuf>,
 }
 
 impl Rules {
@@ -136,6 +165,11 @@ impl Rules {
     fn protected(&self, rank: usize, unit: &Unit) -> bool {
         self.pinned(rank, unit) || self.young(unit.modified)
     }
+
+    /// Too old to keep, unless protected.
+    fn too_old(&self, unit: &Unit, policy: Policy) -> bool {
+        self.age(unit.modified) > policy.max_age
+    }
 }
 
 impl Plan {
@@ -144,16 +178,21 @@ impl Plan {
     /// already). Returns whether a trace is kept.
     fn keep_the_newest(&mut self, units: &[Unit], rules: &Rules, policy: Policy) -> bool {
         let budget = policy.size.map_or(u64::MAX, |s| s.keep_under);
+        let first = self.uploaded_first(units, rules, policy, budget);
         let mut newer_of_kind = [0usize; 2];
         let mut overflowed = false;
         let mut a_trace_is_left = false;
         for (rank, u) in units.iter().enumerate() {
+            if first[rank] {
+                self.drop_unit(u, rules);
+                continue;
+            }
             let of_kind = &mut newer_of_kind[u.kind.count_group()];
             let newer = *of_kind;
             *of_kind += 1;
             let keep = if rules.protected(rank, u) {
                 true
-            } else if rules.age(u.modified) > policy.max_age || newer >= policy.max_count {
+            } else if rules.too_old(u, policy) || newer >= policy.max_count {
                 false
             } else if overflowed || self.kept_bytes.saturating_add(u.bytes) > budget {
                 // Past the budget, every older one goes too: the newest are kept, as with the count.
@@ -166,22 +205,58 @@ impl Plan {
             if keep {
                 a_trace_is_left |= u.kind == Kind::Trace;
             } else {
-                self.delete.extend(u.files.iter().cloned());
+                self.drop_unit(u, rules);
             }
         }
         a_trace_is_left
     }
 
-    /// Deletes `files` but those inside the grace period.
+    /// With an export, which units the count and the size budget take
+    /// before the walk: the uploaded ones, oldest first, while the total or
+    /// their kind's count is over (see `uploaded::first`). By rank.
+    fn uploaded_first(&self, units: &[Unit], rules: &Rules, policy: Policy, budget: u64) -> Vec<bool> {
+        let mut first = vec![false; units.len()];
+        if !units.iter().any(|u| u.uploaded) {
+            return first;
+        }
+        let (mut bytes, mut counts) = (self.kept_bytes, [0usize; 2]);
+        let (mut ranks, mut candidates) = (Vec::new(), Vec::new());
+        for (rank, u) in units.iter().enumerate() {
+            let group = u.kind.count_group();
+            if rules.protected(rank, u) {
+                counts[group] += 1;
+            } else if !rules.too_old(u, policy) {
+                counts[group] += 1;
+                bytes = bytes.saturating_add(u.bytes);
+                ranks.push(rank);
+                candidates.push(Candidate { group, bytes: u.bytes, uploaded: u.uploaded });
+            }
+        }
+        for i in uploaded::first(&candidates, bytes, counts, budget, policy.max_count) {
+            first[ranks[i]] = true;
+        }
+        first
+    }
+
+    /// Deletes a unit's files; with an export, reports a recording not stored.
+    fn drop_unit(&mut self, u: &Unit, rules: &Rules) {
+        self.delete.extend(u.files.iter().cloned());
+        if rules.exported && u.kind != Kind::Snapshot && !u.uploaded {
+            self.not_uploaded.push(u.name.clone());
+        }
+    }
+
+    /// Deletes `files` but those inside the grace period or being uploaded.
     fn delete_old(&mut self, files: Vec<Entry>, rules: &Rules) {
-        for e in files.into_iter().filter(|e| !rules.young(e.modified)) {
+        for e in files.into_iter().filter(|e| !rules.young(e.modified) && rules.uploading.as_ref() != Some(&e.path)) {
             self.kept_bytes = self.kept_bytes.saturating_sub(e.bytes);
             self.delete.push(e.path);
         }
     }
 
     /// Something still being written would fill the volume: the kubelet would
-    /// evict the Pod, losing everything. The biggest young units go first.
+    /// evict the Pod, losing everything. The biggest young units go first
+    /// (with an export, the uploaded ones before them).
     fn make_room(&mut self, units: &[Unit], rules: &Rules, size: SizeBudget) {
         if self.kept_bytes <= size.full_at {
             return;
@@ -192,13 +267,13 @@ impl Plan {
             .filter(|(r, u)| !rules.pinned(*r, u) && rules.young(u.modified))
             .map(|(_, u)| u)
             .collect();
-        growing.sort_by_key(|u| std::cmp::Reverse(u.bytes));
+        growing.sort_by_key(|u| (!u.uploaded, std::cmp::Reverse(u.bytes)));
         for u in growing {
             if self.kept_bytes <= size.keep_under {
                 break;
             }
             self.kept_bytes = self.kept_bytes.saturating_sub(u.bytes);
-            self.delete.extend(u.files.iter().cloned());
+            self.drop_unit(u, rules);
             self.young.extend(u.files.iter().cloned());
         }
     }
@@ -207,6 +282,10 @@ impl Plan {
 /// The plan on a session that records.
 #[cfg(test)]
 mod recorded;
+
+/// The plan on a session whose recordings are exported.
+#[cfg(test)]
+mod exported;
 
 #[cfg(test)]
 mod tests {
@@ -250,7 +329,7 @@ mod tests {
         let files = (0..5).map(|i| e(&format!("f{i}.png"), i)).collect();
         assert!(deletes(files, Policy::of(0, 1, 10)).is_empty());
         // A clock that went backwards makes a file look new, hence kept.
-        let future = Entry { path: "future.yml".into(), modified: now() + Duration::from_secs(60), bytes: 1 };
+        let future = Entry { path: "future.yml".into(), modified: now() + Duration::from_secs(60), bytes: 1, len: 1 };
         assert!(deletes(vec![future], Policy::of(1, 0, 0)).is_empty());
     }
 

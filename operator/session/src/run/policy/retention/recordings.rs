@@ -171,7 +171,7 @@ mod tests {
 
     /// A file written at `ms` (Unix milliseconds).
     fn at_ms(path: &str, ms: u64, bytes: u64) -> Entry {
-        Entry { path: PathBuf::from(path), modified: UNIX_EPOCH + Duration::from_millis(ms), bytes }
+        Entry { path: PathBuf::from(path), modified: UNIX_EPOCH + Duration::from_millis(ms), bytes, len: bytes }
     }
 
     fn note(started_ms: u64, video: Option<&str>, trace: bool) -> Started {

@@ -91,7 +91,7 @@ fn allocated(meta: &Metadata) -> u64 {
 
 fn regular_file(path: &Path, meta: &Metadata) -> Option<Entry> {
     let modified = meta.modified().ok().filter(|_| meta.is_file())?;
-    Some(Entry { path: path.to_owned(), modified, bytes: allocated(meta) })
+    Some(Entry { path: path.to_owned(), modified, bytes: allocated(meta), len: meta.len() })
 }
 
 /// A walk that reads at most `left` more entries.

@@ -46,6 +46,7 @@ pub(crate) async fn retain(config_path: PathBuf, mut config: RuntimeConfig, opts
             max_count: usize::try_from(config.snapshot_max_count).unwrap_or(usize::MAX),
             grace,
             size,
+            uploaded_first: config.recording_export.is_some(),
         };
         let pass_dir = dir.clone();
         match tokio::task::spawn_blocking(move || prune(&pass_dir, policy)).await {
@@ -55,6 +56,9 @@ pub(crate) async fn retain(config_path: PathBuf, mut config: RuntimeConfig, opts
                 }
                 for path in &outcome.young {
                     tracing::warn!(path = %path.display(), "deleted a file still being written: it would have filled the snapshot volume");
+                }
+                for path in &outcome.not_uploaded {
+                    tracing::warn!(path = %path.display(), "deleted a recording the exporter had not stored (too old, or nothing stored was left to delete in its place)");
                 }
                 if let (true, Some(size)) = (outcome.full, size) {
                     return Fatal::SnapshotVolumeFull {

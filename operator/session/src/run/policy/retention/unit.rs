@@ -12,6 +12,8 @@ pub struct Entry {
     pub modified: SystemTime,
     /// The disk space it takes (allocated blocks, as `du` and the kubelet count).
     pub bytes: u64,
+    /// Its length (what the exporter's ledger records of it).
+    pub len: u64,
 }
 
 /// The disk space `entries` take.
@@ -53,8 +55,11 @@ pub(crate) struct Unit {
     pub modified: SystemTime,
     /// The disk space its files take.
     pub bytes: u64,
-    /// Part of the recording in progress: never deleted.
+    /// Part of the recording in progress, or being uploaded: never deleted.
     pub in_progress: bool,
+    /// A recording every file of which the exporter has stored, as it now
+    /// is: deleted first (always false without an export).
+    pub uploaded: bool,
 }
 
 impl Unit {
@@ -67,6 +72,7 @@ impl Unit {
             modified: entry.modified,
             bytes: entry.bytes,
             in_progress: false,
+            uploaded: false,
         }
     }
 
