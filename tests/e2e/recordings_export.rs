@@ -10,6 +10,11 @@
 //! trace files, a manifest listing them in order and an `interrupted`
 //! marker for the recording the kill cut short.
 //!
+//! Beside it, a second session's Secret holds a wrong secret key:
+//! `RecordingsExported` turns False quoting the store's answer; the Secret
+//! fixed, it turns True without a browser restart; the session then
+//! deleted, the segment it was recording still reaches the store.
+//!
 //! Objects are read back through the store's filer (`kubectl port-forward`
 //! to its Pod), never through the exporter.
 
@@ -144,7 +149,27 @@ async fn a_wrong_key_is_said_and_its_fix_resumes_uploads(
     let now = Api::<Pod>::namespaced(client.clone(), ns).get(&pod).await?;
     ensure!(browser_restarts(&now) == restarts, "the browser restarted for the fix");
     eprintln!("e2e: {ns}/{name}: uploads resumed {:?} after the Secret was fixed, no restart", fixed_at.elapsed());
-    Api::<BrowserSession>::namespaced(client.clone(), ns).delete(name, &Default::default()).await?;
+
+    // Deleted: the segment in progress still reaches the store (the Pod owns
+    // the session's NetworkPolicy too, so the policy outlives the session
+    // until the Pod has stopped).
+    let uid = sessions.get(name).await?.uid().context("uid")?;
+    let recording_now = last_rotation(ns, &pod).await?;
+    sessions.delete(name, &Default::default()).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    eventually(Duration::from_secs(180), || async {
+        ensure!(pods.get_opt(&pod).await?.is_none(), "{pod} is still there");
+        Ok(())
+    })
+    .await
+    .context("the deleted session's Pod goes")?;
+    let filer = port_forward(ns, &format!("pod/{STORE}"), FILER_PORT).await?;
+    let starts = video_starts(&manifest(filer.local_port, &format!("{ns}/{name}/{uid}")).await?);
+    ensure!(
+        starts.iter().any(|s| *s >= recording_now),
+        "the segment recording at the deletion (from {recording_now}) is not in the store: {starts:?}"
+    );
+    eprintln!("e2e: {ns}/{name}: deleted, its last segment (from {recording_now}) is in the store");
     Ok(())
 }
 
@@ -225,8 +250,7 @@ async fn segments_and_a_kill(client: &Client, ns: &str, store_ip: &str, fixture_
 
     // The session ends on its own (maxLifetimeSeconds): the browser's close
     // finishes the segment in progress, then the kubelet stops the exporter,
-    // whose final pass uploads it. (A deleted session loses its NetworkPolicy
-    // with the Pod still stopping: docs/recordings-export.md.)
+    // whose final pass uploads it (a deleted session's: the wrong-key scenario).
     eventually(Duration::from_secs(LIFETIME_SECONDS + 120), || async {
         let phase = pods.get(&pod).await?.status.and_then(|s| s.phase).unwrap_or_default();
         ensure!(phase == "Succeeded", "the Pod is {phase}");
@@ -240,22 +264,9 @@ async fn segments_and_a_kill(client: &Client, ns: &str, store_ip: &str, fixture_
     eprintln!("e2e: exporter {}", done.trim());
     // The segment the close finished is the last one a rotation started
     // (the runtime logs each `next=`); the store has it, by its start.
-    let runtime = crate::kubectl::kubectl(&["logs", "-n", ns, &pod, "-c", BROWSER]).await?.ok("the runtime's log")?;
-    let last_started = runtime
-        .lines()
-        .rev()
-        .filter(|l| l.contains("video segment finished; the next one records"))
-        .find_map(|l| l.split("next=").nth(1)?.split("video-").nth(1)?.split(".webm").next()?.parse::<i64>().ok())
-        .with_context(|| format!("no rotation in the runtime's log:\n{runtime}"))?;
+    let last_started = last_rotation(ns, &pod).await?;
     let last = manifest(filer.local_port, &prefix).await?;
-    let starts: Vec<i64> = last["segments"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|s| s["kind"] == "video")
-        .filter_map(|s| s["start"].as_str()?.parse::<k8s_openapi::jiff::Timestamp>().ok())
-        .map(|t| t.as_millisecond())
-        .collect();
+    let starts = video_starts(&last);
     ensure!(
         starts.contains(&last_started),
         "the last segment ({last_started}) is not in the store: {starts:?}\nthe exporter's log:\n{logs}"
@@ -269,6 +280,30 @@ async fn segments_and_a_kill(client: &Client, ns: &str, store_ip: &str, fixture_
     ensure!(traces >= 1, "no trace file in the store: {last}");
     eprintln!("e2e: {} video segments decode, {traces} trace files, 1+ interrupted markers", keys.len());
     Ok(())
+}
+
+/// The start (ms) of the video segment the runtime of `pod` records now:
+/// the last one a rotation started (the runtime logs each `next=`).
+async fn last_rotation(ns: &str, pod: &str) -> anyhow::Result<i64> {
+    let runtime = crate::kubectl::kubectl(&["logs", "-n", ns, pod, "-c", BROWSER]).await?.ok("the runtime's log")?;
+    runtime
+        .lines()
+        .rev()
+        .filter(|l| l.contains("video segment finished; the next one records"))
+        .find_map(|l| l.split("next=").nth(1)?.split("video-").nth(1)?.split(".webm").next()?.parse::<i64>().ok())
+        .with_context(|| format!("no rotation in the runtime's log:\n{runtime}"))
+}
+
+/// The starts (ms) of the manifest's video segments.
+fn video_starts(manifest: &Value) -> Vec<i64> {
+    manifest["segments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["kind"] == "video")
+        .filter_map(|s| s["start"].as_str()?.parse::<k8s_openapi::jiff::Timestamp>().ok())
+        .map(|t| t.as_millisecond())
+        .collect()
 }
 
 /// The browser container's restarts.

@@ -32,7 +32,7 @@ pub use exporter::EXPORTER_CONTAINER;
 pub use labels::{child_labels, managed_selector, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
 pub use launch::launch_config_json;
 pub use network::{
-    baseline_policy, egress_summary, Cidr, CidrError, DnsPeer, EgressDefaults, PodPeer, BASELINE_POLICY,
+    baseline_policy, egress_summary, outlive_pod, Cidr, CidrError, DnsPeer, EgressDefaults, PodPeer, BASELINE_POLICY,
     COMPONENT_BASELINE, SPECIAL_RANGES,
 };
 pub use pod::{own_runtime_class, runtime_class, SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};

@@ -20,7 +20,7 @@ use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
     NetworkPolicySpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub use playpen_api::cidr::{Cidr, CidrError, SPECIAL_RANGES};
 
@@ -228,6 +228,25 @@ pub fn network_policy(
             egress,
         }),
     })
+}
+
+/// Makes the session's Pod (`pod_name`, `pod_uid`) a second owner of its
+/// `policy`: the garbage collector deletes a dependent only once every
+/// owner is gone, so a deleted session's policy stays until its Pod has
+/// stopped. Without it the policy went with the session at once, and the
+/// stopping Pod met the namespace's deny-all baseline: its exporter's final
+/// pass could not reach the store and the last segment was lost.
+pub fn outlive_pod(policy: &mut NetworkPolicy, pod_name: &str, pod_uid: &str) {
+    let owners = policy.metadata.owner_references.get_or_insert_with(Vec::new);
+    owners.retain(|o| o.kind != "Pod");
+    owners.push(OwnerReference {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        name: pod_name.to_owned(),
+        uid: pod_uid.to_owned(),
+        controller: None,
+        block_owner_deletion: None,
+    });
 }
 
 /// The one ingress a session's Pod admits: the operator's Pods to the
@@ -551,6 +570,24 @@ mod tests {
         let err = egress_rules(&egress(json!({"allowCIDRs": ["10.0.0.1/8"]})), &EgressDefaults::default())
             .expect_err("not canonical");
         assert_eq!(err, CidrError::NotCanonical { given: "10.0.0.1/8".into(), canonical: "10.0.0.0/8".into() });
+    }
+
+    #[test]
+    fn the_pod_is_a_second_owner_of_the_policy_and_only_the_current_one() {
+        let mut policy = NetworkPolicy::default();
+        policy.metadata.owner_references = Some(vec![OwnerReference {
+            kind: "BrowserSession".into(),
+            controller: Some(true),
+            uid: "s".into(),
+            ..OwnerReference::default()
+        }]);
+        outlive_pod(&mut policy, "demo-browser", "p1");
+        outlive_pod(&mut policy, "demo-browser", "p2");
+        let owners = policy.metadata.owner_references.expect("owners");
+        let said: Vec<(&str, &str, Option<bool>)> =
+            owners.iter().map(|o| (o.kind.as_str(), o.uid.as_str(), o.controller)).collect();
+        assert_eq!(said, [("BrowserSession", "s", Some(true)), ("Pod", "p2", None)]);
+        assert!(owners[1].block_owner_deletion.is_none(), "the Pod's deletion never waits for the policy");
     }
 
     #[test]

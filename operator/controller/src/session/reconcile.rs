@@ -185,10 +185,14 @@ async fn dereference(
     }
     let (session, id) = read.session(bs, own);
     let missing = validate::missing_references(&ctx.client, session, &id.namespace, &ctx.settings).await?;
-    let children = children::build(session, id, &ctx.settings)?;
+    let mut children = children::build(session, id, &ctx.settings)?;
     let pod_name = children.pod.name_any();
     let uid = bs.meta().uid.as_deref().unwrap_or_default();
-    let pod_cached = target.cache.pods.get(&id.namespace, &pod_name).is_some();
+    let cached_pod = target.cache.pods.get(&id.namespace, &pod_name);
+    let pod_cached = cached_pod.is_some();
+    if let Some(pod_uid) = cached_pod.as_ref().and_then(|p| p.metadata.uid.as_deref()) {
+        children::outlive_pod(&mut children.network_policy, &pod_name, pod_uid);
+    }
     let facts = Facts {
         browser,
         auth_state: session.spec.auth_state.is_some(),

@@ -218,6 +218,15 @@ async fn publish_events(ctx: &Context, bs: &BrowserSession, new: &BrowserSession
         let note = "Chromium's sandbox is disabled by spec.sandbox=Disabled".into();
         ctx.publish(bs, EventType::Warning, "SandboxDisabled", note).await;
     }
+    // Uploads that start failing: once per failure (the condition keeps the store's latest answer).
+    let exported = new.conditions.iter().find(|c| c.type_ == condition::RECORDINGS_EXPORTED);
+    if let Some(c) = exported.filter(|c| c.reason == status::export::UPLOAD_FAILING) {
+        let was_failing = previous_condition(bs, condition::RECORDINGS_EXPORTED)
+            .is_some_and(|p| p.reason == status::export::UPLOAD_FAILING);
+        if !was_failing {
+            ctx.publish(bs, EventType::Warning, &c.reason, c.message.clone()).await;
+        }
+    }
     let resolved = new.conditions.iter().find(|c| c.type_ == condition::CONFIG_RESOLVED);
     if let Some(c) = resolved.filter(|c| c.status == "False") {
         let unchanged = previous_condition(bs, condition::CONFIG_RESOLVED).is_some_and(|p| p.message == c.message);
