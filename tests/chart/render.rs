@@ -211,3 +211,30 @@ fn the_values_schema_checks_host_rules_as_admission_does() -> anyhow::Result<()>
     }
     Ok(())
 }
+
+#[test]
+fn the_cluster_recordings_destination_reaches_the_operator_as_it_checks_it() -> anyhow::Result<()> {
+    let env = |sets: &[&str]| -> anyhow::Result<String> {
+        let mut argv = vec!["template", "pp", CHART];
+        argv.extend(sets);
+        operator_env(&helm(&argv)?, "PLAYPEN_RECORDING_EXPORT")
+    };
+    assert_eq!(env(&[])?, "", "no destination by default");
+    let set = env(&[
+        "--set",
+        "recordings.export.s3.endpoint=http://store.rec.svc:8333,recordings.export.s3.bucket=agent-recordings",
+        "--set",
+        "recordings.export.s3.credentialsSecret.name=recordings-s3,recordings.export.s3.pathStyle=true",
+    ])?;
+    let export: playpen_api::v1alpha1::RecordingExport = serde_json::from_str(&set)?;
+    assert_eq!(export.check(), Ok(()), "{set}");
+    assert!(export.s3.path_style && export.s3.bucket == "agent-recordings", "{set}");
+    let out = run(
+        &playpen_tests::tool("PLAYPEN_HELM")?,
+        &["template", "pp", CHART, "--set", "recordings.export.s3.bucket=Agent"],
+        None,
+    )?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("bucket"), "the values schema refuses it: {err}");
+    Ok(())
+}

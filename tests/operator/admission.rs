@@ -377,6 +377,56 @@ async fn browser_fields_are_immutable_and_policy_fields_are_not() -> anyhow::Res
     Ok(())
 }
 
+/// The chart's cluster-wide destination is checked by the operator in
+/// Rust (`RecordingExport::check`), never by the API server: both must
+/// take and refuse the same destinations.
+#[tokio::test]
+async fn the_operators_check_of_a_destination_agrees_with_the_api_server() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "export-check").await?;
+    let api: Api<BrowserSession> = Api::namespaced(client.clone(), &ns.name);
+    let cases = [
+        ("endpoint", json!("http://store.rec.svc:8333")),
+        ("endpoint", json!("https://10.0.0.5")),
+        ("endpoint", json!("ftp://store")),
+        ("endpoint", json!("https://user:pw@store")),
+        ("endpoint", json!("https://store/path")),
+        ("endpoint", json!("https://store:123456")),
+        ("endpoint", json!("https://")),
+        ("bucket", json!("agent-recordings.v2")),
+        ("bucket", json!("ab")),
+        ("bucket", json!("Agent")),
+        ("bucket", json!("-agent")),
+        ("bucket", json!("a".repeat(64))),
+        ("region", json!("eu-west-1")),
+        ("region", json!("EU")),
+        ("prefix", json!("{date}/{namespace}/{uid}")),
+        ("prefix", json!("{namespace}/{name}")),
+        ("prefix", json!("/{uid}")),
+        ("prefix", json!("a/../{uid}")),
+        ("prefix", json!("a//{uid}")),
+        ("credentialsSecret", json!({"name": "recordings.s3"})),
+        ("credentialsSecret", json!({"name": "Keys"})),
+    ];
+    let dry = kube::api::PostParams { dry_run: true, ..Default::default() };
+    for (i, (field, value)) in cases.into_iter().enumerate() {
+        let mut s3 = json!({"endpoint": "https://s3.test", "bucket": "rec", "credentialsSecret": {"name": "keys"}});
+        s3[field] = value.clone();
+        let spec = json!({"image": "i", "recording": {"video": true, "export": {"s3": s3.clone()}}});
+        let bs: BrowserSession = serde_json::from_value(session(&format!("check-{i}"), spec))?;
+        let server = api.create(&dry, &bs).await.is_ok();
+        let export: playpen_api::v1alpha1::RecordingExport = serde_json::from_value(json!({"s3": s3}))?;
+        let operator = export.check();
+        assert_eq!(
+            server,
+            operator.is_ok(),
+            "{field} = {value}: the API server says {server}, the operator {operator:?}"
+        );
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn examples_are_accepted_by_the_api_server() -> anyhow::Result<()> {
     let client = client().await?;

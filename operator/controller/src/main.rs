@@ -109,6 +109,12 @@ struct RunArgs {
     /// (choices as --enforced-seccomp), comma-separated.
     #[arg(long, env = "PLAYPEN_RUNTIME_CLASS_SECCOMP", value_delimiter = ',', default_value = "")]
     runtime_class_seccomp: Vec<String>,
+    /// Where the recordings of sessions that name no destination go, as
+    /// JSON (`spec.recording.export`'s form: `{"s3":{"endpoint":...}}`; empty:
+    /// they stay on the session's volume). The credentials Secret it names
+    /// must exist in each session's namespace.
+    #[arg(long, env = "PLAYPEN_RECORDING_EXPORT", default_value = "")]
+    recording_export: String,
     /// Human-readable logs instead of JSON.
     #[arg(long, env = "PLAYPEN_LOG_TEXT", default_value_t = false)]
     log_text: bool,
@@ -183,6 +189,8 @@ async fn main() -> anyhow::Result<()> {
             (!pod_labels.is_empty()).then(|| PodPeer { namespace: args.lease_namespace.clone(), pod_labels })
         },
     };
+    let recording_export =
+        recording_export(&args.recording_export).context("--recording-export (chart value recordings.export)")?;
     let browser_resources = parse_browser_resources(&args.browser_resources)
         .map_err(anyhow::Error::msg)
         .context("--browser-resources (chart value sessions.resources)")?;
@@ -199,6 +207,7 @@ async fn main() -> anyhow::Result<()> {
             browser_resources,
             runtime_class: Some(args.runtime_class_name).filter(|name| !name.is_empty()),
             seccomp_by_runtime_class,
+            recording_export,
         },
         http_addr: args.http_addr,
         lease: args.leader_election.then(|| LeaseConfig {
@@ -237,6 +246,18 @@ fn host_rules(field: &'static str, list: &[String]) -> anyhow::Result<Vec<String
     Ok(list)
 }
 
+/// The cluster's recordings destination (`None` when `json` is blank),
+/// checked as admission checks a session's.
+fn recording_export(json: &str) -> anyhow::Result<Option<playpen_api::v1alpha1::RecordingExport>> {
+    if json.trim().is_empty() || json.trim() == "null" {
+        return Ok(None);
+    }
+    let export: playpen_api::v1alpha1::RecordingExport = serde_json::from_str(json)
+        .context(r#"not a destination like {"s3":{"endpoint":"https://s3.example.com","bucket":"b","credentialsSecret":{"name":"keys"}}}"#)?;
+    export.check().map_err(anyhow::Error::msg)?;
+    Ok(Some(export))
+}
+
 fn labels(list: &[String]) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
     list.iter()
         .filter(|l| !l.is_empty())
@@ -253,5 +274,23 @@ async fn terminate() {
             s.recv().await;
         }
         Err(_) => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cluster_destination_is_checked_like_a_sessions() {
+        assert!(recording_export("").unwrap().is_none());
+        assert!(recording_export("null").unwrap().is_none());
+        let good = r#"{"s3":{"endpoint":"http://store:8333","bucket":"rec","credentialsSecret":{"name":"keys"}}}"#;
+        assert_eq!(recording_export(good).unwrap().map(|e| e.s3.bucket), Some("rec".to_owned()));
+        let bad = good.replace("rec", "Rec");
+        let said = format!("{:#}", recording_export(&bad).unwrap_err());
+        assert!(said.contains("s3.bucket"), "{said}");
+        let said = format!("{:#}", recording_export("{\"s3\":1}").unwrap_err());
+        assert!(said.contains("not a destination like"), "{said}");
     }
 }

@@ -3,6 +3,7 @@
 pub mod bounds;
 mod browser;
 mod browser_spec;
+mod export_check;
 mod pool;
 mod spec;
 mod status;

@@ -2,6 +2,7 @@
 //! objects out. Nothing here touches the network, so every field is
 //! unit-tested without a cluster.
 
+pub mod cluster_defaults;
 mod egress_defaults;
 pub mod egress_hosts;
 mod exporter;
@@ -23,6 +24,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use playpen_api::naming::{generated_session_name, socket_namespace, ChildNames};
+use playpen_api::v1alpha1::RecordingExport;
 use playpen_api::BrowserSession;
 
 use crate::error::{Error, Result};
@@ -95,6 +97,9 @@ pub struct Settings {
     /// name, in place of `enforced_seccomp` (gVisor ignores the OCI profile:
     /// docs/security.md).
     pub seccomp_by_runtime_class: BTreeMap<String, SeccompChoice>,
+    /// Where the recordings of a session that names no destination go
+    /// ([`cluster_defaults`]; `None`: they stay on its volume).
+    pub recording_export: Option<RecordingExport>,
 }
 
 impl Default for Settings {
@@ -106,6 +111,7 @@ impl Default for Settings {
             browser_resources: resources::parse_defaults(DEFAULT_BROWSER_RESOURCES).unwrap_or_default(),
             runtime_class: None,
             seccomp_by_runtime_class: BTreeMap::new(),
+            recording_export: None,
         }
     }
 }

@@ -22,6 +22,7 @@ use playpen_api::BrowserSession;
 
 pub use book::ExportBook;
 
+use crate::children::cluster_defaults::effective_export;
 use crate::context::Context;
 use crate::runtime_reads::{self, FetchError};
 use crate::status::export::up_to_date;
@@ -47,7 +48,7 @@ pub async fn run(stores: Vec<Store<BrowserSession>>, ctx: Arc<Context>) {
 }
 
 async fn round(stores: &[Store<BrowserSession>], ctx: &Context) {
-    let exporting = |bs: &BrowserSession| bs.spec.recording.export.is_some();
+    let exporting = |bs: &BrowserSession| effective_export(&bs.spec, &ctx.settings).is_some();
     let (targets, present) = runtime_reads::ready_targets(stores, ctx, exporting);
     let mut reads = futures::stream::iter(targets)
         .map(|t| async move {

@@ -42,6 +42,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         Gate::LookAgain(after) => return Ok(Action::requeue(after)),
         Gate::Reconcile => {}
     }
+    let bs = children::cluster_defaults::with_cluster_defaults(bs, &ctx.settings);
     let own = Identity::of(&bs)?;
     let target = Target { client: &ctx.client, fence: &ctx.fence, namespace: &own.namespace, cache: &caches };
     let (read, built) = dereference(&ctx, target, &bs, &own, now).await?;
