@@ -447,3 +447,52 @@ where
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// A trace with screenshots stores a resource per screencast frame: the
+/// manifest is written once for a pass's trace files, not after each (it
+/// was, which made the manifest's traffic grow with the square of the
+/// files: tests/bench/export.sh's 40 s session sent 36 MiB of manifests).
+#[tokio::test]
+async fn the_exporter_writes_the_manifest_once_per_pass_for_many_trace_files() {
+    const RESOURCES: usize = 60;
+    let fx = Fixture::new("many_traces");
+    let output = fx.dir.path().join("snapshots");
+    let recordings = output.join("recordings");
+    std::fs::create_dir_all(recordings.join("traces/resources")).unwrap();
+    std::fs::write(recordings.join("video-1000.webm"), noise(16 * 1024)).unwrap();
+    for i in 0..RESOURCES {
+        std::fs::write(recordings.join(format!("traces/resources/frame-{i:03}.jpeg")), noise(1024 + i)).unwrap();
+    }
+    let config = fx.dir.path().join("runtime.json");
+    std::fs::write(&config, exporter_config(&fx, &output).to_string()).unwrap();
+
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_playpen-session"))
+        .args(["export", "--config", config.to_str().unwrap()])
+        .env("PLAYPEN_EXPORT_CREDENTIALS_DIR", fx.credentials())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let status = || -> Option<serde_json::Value> {
+        serde_json::from_slice(&std::fs::read(recordings.join(".export/status.json")).ok()?).ok()
+    };
+    let after_pass = wait_for(Duration::from_secs(30), || async {
+        status().filter(|s| s["objects"].as_u64().unwrap_or(0) > RESOURCES as u64)
+    })
+    .await
+    .expect("the first pass within 30 s");
+    // One video segment and its manifest, the trace files, one manifest for them.
+    assert_eq!(after_pass["objects"].as_u64(), Some(RESOURCES as u64 + 3), "{after_pass}");
+    let key = format!("it/it/many-traces/{}/manifest.json", fx.session.uid);
+    let stored = fx.reader().get(&StorePath::from(key)).await.unwrap().bytes().await.unwrap();
+    let manifest = Manifest::from_json(&stored).unwrap();
+    assert_eq!(manifest.segments.iter().filter(|s| s.kind == SegmentKind::Trace).count(), RESOURCES);
+    assert_eq!(manifest.segments.iter().filter(|s| s.kind == SegmentKind::Video).count(), 1);
+
+    // Nothing new: later passes write nothing, the final one included.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id().unwrap() as i32), nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
+    let code = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.expect("exits").unwrap();
+    assert!(code.success(), "{code:?}");
+    assert_eq!(status().unwrap()["objects"].as_u64(), Some(RESOURCES as u64 + 3));
+}

@@ -2,7 +2,8 @@
 //! player or a script reads to stitch a session's segments together, and
 //! what says that a crash cut a recording short.
 //!
-//! The manifest is rewritten whole after every upload (`<prefix>/manifest.json`);
+//! The manifest is rewritten whole after each video segment and once per
+//! exporter pass for the trace files (`<prefix>/manifest.json`);
 //! a marker is written once per start that found a recording cut short
 //! (`<prefix>/interrupted/<time>.json`), never rewritten.
 
