@@ -91,7 +91,10 @@ pub async fn run(cluster: &Cluster, args: RecordArgs) -> Result<()> {
     let exports = export.is_some();
     let from = source(args.from, exports, &target.session)?;
     let dir = args.output.unwrap_or_else(|| default_dir(&args.name));
-    let rotated = if args.rotate { rotate::ask(&target, from).await? } else { None };
+    let rotated = match args.rotate {
+        true => rotate::ask(&target, from).await.map_err(|e| pod_gone(e, exports))?,
+        false => None,
+    };
     match (from, export) {
         (Source::Store, Some(export)) => store::run(cluster, &session, &export, &dir, rotated).await,
         _ => from_pod(&target, &dir).await.map_err(|e| pod_gone(e, exports)),
