@@ -10,7 +10,7 @@
 # daemon (built from the Go module proxy; the OCI layout test runs it in its
 # own namespaces on a throwaway containerd), an S3-compatible object store
 # (SeaweedFS, built from the Go module proxy, SigV4 enforced) for the
-# recording uploader, and the images
+# recording uploader and kubectl playpen record's download, and the images
 # playpen-imagebuild builds, and a second control plane with kwok's simulated
 # nodes (kwok from the Go module proxy too). Installs what it needs; stops and purges the
 # cluster when done, so no test object outlives the run (dockerd is left
@@ -129,7 +129,7 @@ log "starting the local OCI registry with htpasswd auth (image builder push test
 PLAYPEN_TEST_REGISTRY="$(tests/imagebuild/registry.sh | tail -n 1)"
 export PLAYPEN_TEST_REGISTRY
 
-log "starting the S3-compatible object store, SigV4 enforced (recording uploader tests)"
+log "starting the S3-compatible object store, SigV4 enforced (recording uploader and record download tests)"
 PLAYPEN_TEST_OBJECTSTORE="$(tests/objectstore/start.sh | tail -n 1)"
 export PLAYPEN_TEST_OBJECTSTORE
 

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const CRATES: &[&str] = &[
     "imagebuild/src",
     "operator/api/src",
+    "operator/export/src",
     "operator/controller/src",
     "operator/session/src",
     "operator/kubectl-playpen/src",

@@ -87,6 +87,11 @@ async fn session_becomes_children_and_follows_changes() -> anyhow::Result<()> {
     assert_eq!(svc.spec.as_ref().and_then(|s| s.type_.as_deref()), Some("ClusterIP"));
     assert_eq!(svc.spec.and_then(|s| s.cluster_ip).as_deref(), Some("None"), "headless");
     let np = Api::<NetworkPolicy>::namespaced(client.clone(), n).get("demo-isolate").await?;
+    // The session's, and its Pod's: the policy outlives the session until the Pod stopped.
+    let owners: Vec<(String, Option<bool>)> =
+        np.metadata.owner_references.iter().flatten().map(|o| (o.uid.clone(), o.controller)).collect();
+    let pod_uid = pod.metadata.uid.clone().context("pod uid")?;
+    assert_eq!(owners, [(uid.clone(), Some(true)), (pod_uid, None)], "the policy's owners");
     let np_spec = np.spec.context("netpol spec")?;
     assert_eq!(np_spec.policy_types, Some(vec!["Ingress".to_owned(), "Egress".to_owned()]));
     assert!(np_spec.ingress.unwrap_or_default().is_empty(), "no ingress rule: deny all");

@@ -9,6 +9,7 @@ pub mod export_status;
 pub mod layout;
 pub mod naming;
 pub mod quantity;
+pub mod rotate;
 pub mod runtime_config;
 pub mod text;
 pub mod v1alpha1;

@@ -113,6 +113,27 @@ pub struct RecordingExportConfig {
     pub uid: String,
 }
 
+impl RecordingExportConfig {
+    /// The destination of `bs`: `spec.recording.export` with its defaults
+    /// filled in, when anything is recorded. What the operator writes for
+    /// the exporter and what `kubectl playpen record` downloads from: one
+    /// function, so the two never name different places.
+    pub fn of(bs: &crate::BrowserSession) -> Option<Self> {
+        let recording = &bs.spec.recording;
+        let s3 = &recording.export.as_ref().filter(|_| recording.video || recording.trace)?.s3;
+        Some(Self {
+            endpoint: s3.endpoint.clone(),
+            bucket: s3.bucket.clone(),
+            region: s3.region.clone().unwrap_or_else(|| crate::v1alpha1::DEFAULT_EXPORT_REGION.to_owned()),
+            prefix: s3.prefix.clone().unwrap_or_else(|| crate::v1alpha1::DEFAULT_EXPORT_PREFIX.to_owned()),
+            path_style: s3.path_style,
+            namespace: bs.metadata.namespace.clone().unwrap_or_default(),
+            name: bs.metadata.name.clone().unwrap_or_default(),
+            uid: bs.metadata.uid.clone().unwrap_or_default(),
+        })
+    }
+}
+
 /// What the runtime's egress proxy enforces (docs/egress-hosts.md).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

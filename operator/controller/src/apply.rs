@@ -406,11 +406,24 @@ pub async fn apply_all_but_the_pod(to: Target<'_>, children: &Children, seen: Se
 /// again, after its mounts.
 pub async fn create_with_children(to: Target<'_>, children: &Children) -> Result<()> {
     let pod = stamp(&children.pod)?;
-    let (rewrote, isolated, created) = futures::join!(
+    // The policy right after the Pod, naming it as its second owner
+    // (`children::outlive_pod`): one write, where applying it beside the
+    // Pod would take a second once the Pod's UID is known.
+    let pod_then_policy = async {
+        let created = create_stamped(to, &pod).await?;
+        let mut policy = children.network_policy.clone();
+        if let Some(uid) = created.as_ref().and_then(|p| p.meta().uid.as_deref()) {
+            crate::children::outlive_pod(&mut policy, &pod.name_any(), uid);
+        }
+        ensure(to, &policy).await?;
+        Ok(created)
+    };
+    let (rewrote, viewer, created) = futures::join!(
         apply_mounted(to, children, Seen::Unknown),
-        apply_isolation_and_viewer(to, children),
-        create_stamped(to, &pod),
+        apply_viewer_service(to, children.viewer_service.as_ref()),
+        pod_then_policy,
     );
+    let isolated = viewer;
     if let (Ok(true), Ok(Some(created))) = (&rewrote, &created) {
         let uid = created.uid().unwrap_or_default();
         delete_pod(to, &created.name_any(), &uid).await?;

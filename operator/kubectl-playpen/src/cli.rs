@@ -233,8 +233,27 @@ pub struct RecordArgs {
     /// Name of the BrowserSession.
     pub name: String,
     /// Directory to copy into (default: ./<name>-recordings).
-    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    #[arg(short = 'o', long = "output", visible_alias = "to", value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Where from: the object store when the session exports its recordings
+    /// (spec.recording.export), the Pod otherwise.
+    #[arg(long, value_enum, default_value_t = RecordFrom::Auto)]
+    pub from: RecordFrom,
+    /// First finish the video segment in progress (and, with an export, wait
+    /// until it is uploaded), so the copy holds the video up to now.
+    #[arg(long, visible_alias = "now")]
+    pub rotate: bool,
+}
+
+/// Where `record` copies from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecordFrom {
+    /// The store when the session has an export, else the Pod.
+    Auto,
+    /// The Pod's recordings directory (pods/exec).
+    Pod,
+    /// The session's object store, with the keys of its credentials Secret (get secrets).
+    Store,
 }
 
 /// `egress`.

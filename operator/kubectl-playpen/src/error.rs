@@ -71,6 +71,26 @@ pub enum Error {
         #[source]
         source: Box<kube::Error>,
     },
+    /// The session's Pod is not there (not yet, or no longer).
+    #[error("the Pod {pod} of BrowserSession {session} does not exist (yet): see kubectl playpen ls -n {namespace}")]
+    PodMissing {
+        /// The Pod.
+        pod: String,
+        /// `namespace/name` of the BrowserSession.
+        session: String,
+        /// Its namespace.
+        namespace: String,
+    },
+    /// Reading the recordings from the object store failed: what was being
+    /// done, and the store's answer (credentials masked).
+    #[error("{context}: {source}")]
+    Store {
+        /// What was being done.
+        context: String,
+        /// The store's answer, or what else went wrong (boxed: errors are rare).
+        #[source]
+        source: Box<playpen_export::ExportError>,
+    },
     /// A command in the browser container failed or misbehaved.
     #[error("{0}")]
     Remote(String),

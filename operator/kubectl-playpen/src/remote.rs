@@ -118,10 +118,11 @@ impl Target<'_> {
         let ns = self.cluster.namespace.as_str();
         if let kube::Error::Api(status) = &err {
             if status.is_not_found() {
-                return Error::Unavailable(format!(
-                    "the Pod {} of BrowserSession {} does not exist (yet): see kubectl playpen ls -n {ns}",
-                    self.pod, self.session
-                ));
+                return Error::PodMissing {
+                    pod: self.pod.clone(),
+                    session: self.session.clone(),
+                    namespace: ns.to_owned(),
+                };
             }
         }
         let action = format!("exec in {ns}/{} container {}", self.pod, self.container);

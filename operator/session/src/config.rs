@@ -42,6 +42,18 @@ pub enum Command {
     /// Upload the recordings to the session's object store while it runs
     /// (the exporter container: docs/recordings-export.md).
     Export,
+    /// Ask the running runtime to finish the video segment in progress now
+    /// and wait until it has (`kubectl playpen record --rotate`). Prints
+    /// `finished video-<ms>.webm`; exits 3 when no video records, 4 when
+    /// the session is closing.
+    Rotate {
+        /// The runtime's PID (PID 1 in the browser container).
+        #[arg(long, default_value_t = 1)]
+        pid: i32,
+        /// How long to wait for the segment to be finished, in seconds.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=600))]
+        within: u64,
+    },
 }
 
 /// Options, each also settable through the environment.

@@ -29,4 +29,5 @@ pub mod export;
 pub mod pipe;
 pub mod probe;
 pub mod restarts;
+pub mod rotate;
 pub mod run;

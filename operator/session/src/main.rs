@@ -35,6 +35,10 @@ fn main() {
             Command::Run => run::run(cli.options).await,
             Command::Pipe { port } => playpen_session::pipe::run(port).await,
             Command::Export => playpen_session::export::exporter::run(cli.options).await,
+            Command::Rotate { pid, within } => {
+                let config = std::path::Path::new(&cli.options.config);
+                playpen_session::rotate::run(config, pid, std::time::Duration::from_secs(within)).await
+            }
             Command::Probe => match load(std::path::Path::new(&cli.options.config)) {
                 Ok(config) => match probe::check_waiting(&config, probe::startup_wait()).await {
                     Ok(()) => exit::ENDED,

@@ -177,6 +177,43 @@ fn video_segments_are_finished_while_the_session_runs_and_the_last_one_at_the_cl
     assert_eq!(traces.len(), 1, "the trace is not segmented: {traces:?}");
 }
 
+/// `playpen-session rotate` (what `kubectl playpen record --rotate` execs):
+/// the video so far is a finished, decodable file at once, without segments.
+#[test]
+fn playpen_session_rotate_finishes_the_video_so_far_at_once_without_segments() {
+    let fixture = Fixture::start();
+    let mut session = Session::new("rotated", None);
+    link_ffmpeg(&session);
+    session.set_runtime_field("recordVideo", true.into());
+    session.start();
+    session.wait_ready(Duration::from_secs(90));
+    let recordings = session.path("snapshots/recordings");
+    session.cli_ok(&["goto", &fixture.url("/")]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(files_in(&recordings, ".webm").is_empty(), "without segments nothing is finished while it runs");
+
+    let rotate = |session: &Session| {
+        let pid = session.runtime_pid().to_string();
+        session.runtime_command("rotate").args(["--pid", &pid, "--within", "60"]).output().unwrap()
+    };
+    let out = rotate(&session);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}\n{}", session.log());
+    let ms = playpen_api::rotate::finished_ms(&stdout).unwrap_or_else(|| panic!("no segment named: {stdout}"));
+    let finished = recordings.join(format!("video-{ms}.webm"));
+    assert_eq!(files_in(&recordings, ".webm"), std::slice::from_ref(&finished), "{stdout}");
+    let (codec, frames) = probe_video(&finished);
+    assert!(codec == "vp8" && frames >= 1, "{codec}, {frames} frames");
+    assert!(session.log().contains("a video rotation was asked for"), "{}", session.log());
+    assert!(session.probe_ok(), "readiness holds:\n{}", session.log());
+
+    // Recording goes on into the next segment, finished at the close.
+    session.cli_ok(&["goto", &fixture.url("/next.html")]);
+    let status = session.terminate(Duration::from_secs(40));
+    assert!(status.success(), "{status:?}\n{}", session.log());
+    assert_eq!(files_in(&recordings, ".webm").len(), 2, "{}", session.log());
+}
+
 #[test]
 fn rotations_are_no_use_of_the_session_so_an_unused_one_still_ends_at_its_idle_timeout() {
     let fixture = Fixture::start();

@@ -225,7 +225,10 @@ impl<K: kube::Resource<DynamicType = ()>> Applied<K> {
     pub fn look(&self, stamped: &ObjectMeta, digest: &str) -> Verdict {
         let own = OwnKey::of::<K>(stamped);
         let verdict = self.with_seen(&key(stamped), |seen| judge(seen, digest, self.own.verified_version(&own)));
-        if verdict == Verdict::Missing && self.own.answered_lately(&own, self.own.fingerprint(&digest), TRUST_UNSEEN) {
+        // Missing or older than what this process just wrote (a child that
+        // changed, like a policy naming its Pod): its watch event is on its way.
+        let lagging = matches!(verdict, Verdict::Missing | Verdict::Stale);
+        if lagging && self.own.answered_lately(&own, self.own.fingerprint(&digest), TRUST_UNSEEN) {
             return Verdict::AsWanted;
         }
         verdict

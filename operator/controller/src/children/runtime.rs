@@ -9,8 +9,8 @@ use playpen_api::layout::{
 };
 use playpen_api::quantity;
 use playpen_api::runtime_config::{RecordingExportConfig, RuntimeConfig};
+use playpen_api::v1alpha1::DEFAULT_EXPORT_SEGMENT_SECONDS;
 use playpen_api::v1alpha1::DEFAULT_SNAPSHOT_SIZE_LIMIT;
-use playpen_api::v1alpha1::{DEFAULT_EXPORT_PREFIX, DEFAULT_EXPORT_REGION, DEFAULT_EXPORT_SEGMENT_SECONDS};
 use playpen_api::BrowserSession;
 
 use super::egress_defaults::EgressDefaults;
@@ -62,7 +62,7 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity, egress: &EgressDefault
         video_segment_seconds: video_segment_seconds(bs),
         warm: false,
         egress_hosts: egress_hosts_config(&spec.network.egress, egress),
-        recording_export: recording_export(bs),
+        recording_export: RecordingExportConfig::of(bs),
     }
 }
 
@@ -75,23 +75,6 @@ fn video_segment_seconds(bs: &BrowserSession) -> Option<u32> {
     }
     let seconds = recording.segment_seconds.or(recording.export.as_ref().map(|_| DEFAULT_EXPORT_SEGMENT_SECONDS))?;
     u32::try_from(seconds).ok()
-}
-
-/// The exporter's destination: `spec.recording.export` with its defaults,
-/// when anything is recorded.
-fn recording_export(bs: &BrowserSession) -> Option<RecordingExportConfig> {
-    let recording = &bs.spec.recording;
-    let s3 = &recording.export.as_ref().filter(|_| recording.video || recording.trace)?.s3;
-    Some(RecordingExportConfig {
-        endpoint: s3.endpoint.clone(),
-        bucket: s3.bucket.clone(),
-        region: s3.region.clone().unwrap_or_else(|| DEFAULT_EXPORT_REGION.to_owned()),
-        prefix: s3.prefix.clone().unwrap_or_else(|| DEFAULT_EXPORT_PREFIX.to_owned()),
-        path_style: s3.path_style,
-        namespace: bs.metadata.namespace.clone().unwrap_or_default(),
-        name: bs.metadata.name.clone().unwrap_or_default(),
-        uid: bs.metadata.uid.clone().unwrap_or_default(),
-    })
 }
 
 /// The snapshot volume's size when the spec states it: an emptyDir's limit

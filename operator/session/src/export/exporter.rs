@@ -29,8 +29,8 @@ use tokio::signal::unix::{signal, SignalKind};
 use super::plan::{self, Item, Listed, Seen};
 use super::status_board::{self, write_whole, StatusBoard};
 use super::{
-    CredentialsSource, Destination, ExportError, InterruptedMarker, Manifest, SegmentKind, SessionId, SessionInfo,
-    UploadOptions, Uploader, MANIFEST_FORMAT,
+    created_at, destination_of, session_of, CredentialsSource, ExportError, InterruptedMarker, Manifest, SegmentKind,
+    SessionInfo, UploadOptions, Uploader, MANIFEST_FORMAT,
 };
 use crate::config::{load, Options};
 use crate::error::exit;
@@ -146,22 +146,10 @@ impl Exporter {
         recordings: &Path,
         state: &Path,
     ) -> Result<Self, ExportError> {
-        let destination = Destination {
-            endpoint: export.endpoint.clone(),
-            bucket: export.bucket.clone(),
-            prefix: export.prefix.clone(),
-            region: export.region.clone(),
-            path_style: export.path_style,
-            credentials: CredentialsSource::Files { dir: credentials.to_owned() },
-        }
-        .validate()?;
-        let session =
-            SessionId { namespace: export.namespace.clone(), name: export.name.clone(), uid: export.uid.clone() };
-        let created = config
-            .session_started_at
-            .as_deref()
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-            .map_or_else(Utc::now, |t| t.with_timezone(&Utc));
+        let destination =
+            destination_of(export, CredentialsSource::Files { dir: credentials.to_owned() }).validate()?;
+        let session = session_of(export);
+        let created = created_at(config.session_started_at.as_deref()).unwrap_or_else(Utc::now);
         let uploader =
             Uploader::new(&destination, &session, created, &state.join(EXPORT_LEDGER_FILE), UploadOptions::default())?;
         let manifest_copy = state.join("manifest.json");

@@ -92,6 +92,10 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     let mut sigterm =
         signal(SignalKind::terminate()).map_err(|e| Fatal::DaemonStart(format!("SIGTERM handler: {e}")))?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(|e| Fatal::DaemonStart(format!("SIGINT handler: {e}")))?;
+    // `playpen-session rotate` asks for a video rotation now with SIGUSR1.
+    let rotate_now = Arc::new(tokio::sync::Notify::new());
+    browser::segments::rotate_on_sigusr1(rotate_now.clone())
+        .map_err(|e| Fatal::DaemonStart(format!("SIGUSR1 handler: {e}")))?;
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "runtime started");
     // First: the kubelet's first probe is held, not refused, while the checks run.
     let (tell_readiness, readiness_config) = watch::channel(None);
@@ -190,6 +194,7 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
         cli: spec("recording", &prepared.launcher, Vec::new()),
         segments: config.record_video.then(|| browser::segments::length(config.video_segment_seconds)).flatten(),
         verbs: Arc::default(),
+        on_demand: rotate_now,
     });
     if let Some(recorder) = &recorder {
         recorder.prepare(Path::new(&config.output_dir)).map_err(|e| Fatal::Config {

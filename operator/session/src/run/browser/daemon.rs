@@ -273,12 +273,13 @@ pub async fn supervise(
                     }
                 }
                 let _ = state.send(DaemonState::Running { pid });
-                // While it runs, the video is rotated into segments when the session asks for them.
+                // While it runs, the video is rotated into segments when the
+                // session asks for them, and whenever a rotation is asked for.
                 let status = match (&plan.recorder, socket) {
-                    (Some(recorder @ Recorder { video: true, segments: Some(every), .. }), Some(socket)) => {
+                    (Some(recorder @ Recorder { video: true, segments, .. }), Some(socket)) => {
                         tokio::select! {
                             status = child.wait() => status,
-                            never = segments::rotate_every(recorder, &socket, *every, &stop) => match never {},
+                            never = segments::rotate_every(recorder, &socket, *segments, &stop) => match never {},
                         }
                     }
                     (Some(Recorder { video: true, segments: Some(_), .. }), None) => {

@@ -54,6 +54,9 @@ pub struct Recorder {
     /// Held while recording verbs run: a rotation of the video, the start
     /// after a browser start and the stop at the close never interleave.
     pub verbs: Arc<tokio::sync::Mutex<()>>,
+    /// Notified when a rotation of the video is asked for now (SIGUSR1,
+    /// `playpen-session rotate`; `segments.rs`).
+    pub on_demand: Arc<tokio::sync::Notify>,
 }
 
 /// One recording: what was started, when, into which files.
@@ -292,6 +295,7 @@ mod tests {
             },
             segments: None,
             verbs: Arc::default(),
+            on_demand: Arc::default(),
         }
     }
 

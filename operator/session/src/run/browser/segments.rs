@@ -16,6 +16,17 @@
 //! idle clock counts as an agent's use, and its start-up would add about
 //! half a second to every gap.
 //!
+//! A rotation can also be asked for at once: `playpen-session rotate`
+//! (what `kubectl playpen record --rotate` execs in the browser container)
+//! sends the runtime SIGUSR1, and the next rotation runs now, with or
+//! without segments, so the video so far is a finished file (and, with an
+//! export, uploaded at the exporter's next pass). A signal rather than a
+//! file or a socket: nothing to create, watch or secure on the shared
+//! volume, and only a process of the container's own user (that is, what
+//! `kubectl exec` runs there, or an agent with that right anyway) can send
+//! it. Signals arriving together are one rotation; rotations are at least
+//! [`MIN_SEGMENT`] apart however often it is asked.
+//!
 //! A rotation never runs beside another recording verb (the recorder's
 //! lock), never once the session is closing, and only while the daemon the
 //! supervisor started runs (the supervisor drops the rotations with it). A
@@ -24,11 +35,13 @@
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
-use tokio::sync::watch;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::cli::fastpath::args::Argv;
@@ -93,24 +106,67 @@ pub enum Rotation {
     Failed,
 }
 
-/// Rotates the video every `every`, from now until the future is dropped
+/// Rotates the video every `every` (never without segments) and whenever
+/// `recorder.on_demand` is notified, from now until the future is dropped
 /// (the supervisor drops it when its daemon exits).
 pub(crate) async fn rotate_every(
     recorder: &Recorder,
     socket: &Path,
-    every: Duration,
+    every: Option<Duration>,
     stop: &watch::Receiver<bool>,
 ) -> Infallible {
-    let mut due = next_due(Instant::now(), every, Instant::now());
+    let mut due = every.map(|every| next_due(Instant::now(), every, Instant::now()));
+    let mut last: Option<Instant> = None;
+    // An ask while no browser ran (a restart) is moot: this video just began.
+    drain(&recorder.on_demand).await;
     loop {
-        tokio::time::sleep_until(due).await;
+        let scheduled = async {
+            match due {
+                Some(due) => tokio::time::sleep_until(due).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = scheduled => {}
+            () = recorder.on_demand.notified() => {
+                if let Some(last) = last {
+                    tokio::time::sleep_until(last + MIN_SEGMENT).await;
+                }
+                tracing::info!("a video rotation was asked for (playpen-session rotate)");
+            }
+        }
+        // Whoever asked before this rotation starts is served by it.
+        drain(&recorder.on_demand).await;
         let tried = Instant::now();
         let from = match rotate(recorder, socket, stop).await {
             Rotation::Rotated { started, .. } => started,
             Rotation::Skipped | Rotation::Failed => tried,
         };
-        due = next_due(from, every, Instant::now());
+        last = Some(Instant::now());
+        due = every.map(|every| next_due(from, every, Instant::now()));
     }
+}
+
+/// Takes the ask `notify` holds, if any, without waiting.
+async fn drain(notify: &Notify) {
+    tokio::select! {
+        biased;
+        () = notify.notified() => {}
+        () = std::future::ready(()) => {}
+    }
+}
+
+/// Turns each SIGUSR1 the runtime gets into a rotation asked for
+/// (`on_demand`). Installed at the start, before any child: from then on
+/// the signal never meets its default action (terminate).
+pub(crate) fn rotate_on_sigusr1(on_demand: Arc<Notify>) -> std::io::Result<()> {
+    let mut signals = signal(SignalKind::user_defined1())?;
+    tokio::spawn(async move {
+        while signals.recv().await.is_some() {
+            on_demand.notify_one();
+        }
+    });
+    Ok(())
 }
 
 /// One rotation: `video-stop`, the note of the next segment, `video-start`.
@@ -193,7 +249,7 @@ async fn ask(socket: &Path, args: &[&str], cwd: &Path, timeout: Duration) -> Res
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
     use tokio::net::UnixListener;
 
@@ -312,6 +368,7 @@ mod tests {
             },
             segments: Some(Duration::from_secs(60)),
             verbs: Arc::default(),
+            on_demand: Arc::default(),
         };
         recorder.prepare(out).unwrap();
         recorder
@@ -389,6 +446,53 @@ mod tests {
         assert_eq!(rotate(&r, &daemon.socket, &stop).await, Rotation::Skipped);
         assert_eq!(daemon.verbs().len(), 4, "no verb once the session is closing");
         assert_eq!(noted_video(&r), recording);
+    }
+
+    #[tokio::test]
+    async fn sigusr1_asks_for_a_rotation_at_once_even_without_segments_and_rotations_stay_a_second_apart() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = recorder(tmp.path());
+        let first = r.video_file(1000).display().to_string();
+        r.note_in_progress(&Started { started_ms: 1000, video: Some(first.clone()), trace: false, recording: true })
+            .unwrap();
+        let daemon = FakeDaemon::start(tmp.path(), &first);
+        let (_closing, stop) = watch::channel(false);
+        rotate_on_sigusr1(r.on_demand.clone()).unwrap();
+        let rotations = {
+            let (r, socket) = (r.clone(), daemon.socket.clone());
+            tokio::spawn(async move { rotate_every(&r, &socket, None, &stop).await })
+        };
+        let verbs_reach = |n: usize| {
+            let seen = daemon.seen.clone();
+            async move {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while seen.lock().unwrap().len() < n {
+                    assert!(Instant::now() < deadline, "no rotation: {:?}", seen.lock().unwrap());
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(daemon.verbs().is_empty(), "without segments nothing rotates on its own");
+
+        let asked = Instant::now();
+        nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGUSR1).unwrap();
+        verbs_reach(2).await;
+        assert_eq!(daemon.verbs(), ["video-stop", "video-start"]);
+        assert!(Path::new(&first).exists(), "the segment so far is a finished file");
+        let second = noted_video(&r);
+        assert_ne!(second, first, "the note names the next segment");
+
+        // Asked again at once (twice: one rotation): it waits out the second.
+        for _ in 0..2 {
+            nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGUSR1).unwrap();
+        }
+        verbs_reach(4).await;
+        assert!(asked.elapsed() >= MIN_SEGMENT, "{:?}", asked.elapsed());
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(daemon.verbs().len(), 4, "signals arriving together are one rotation");
+        assert!(Path::new(&second).exists());
+        rotations.abort();
     }
 
     #[tokio::test]

@@ -13,7 +13,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::prefix::{is_safe, Prefix, MAX_PREFIX_LEN};
+use crate::prefix::{is_safe, Prefix, MAX_PREFIX_LEN};
 
 /// The most a key adds to its prefix (bytes), `/` included: the trace path
 /// limit plus `/trace/`.
@@ -146,7 +146,7 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::export::prefix::{PrefixTemplate, SessionId};
+    use crate::prefix::{PrefixTemplate, SessionId};
 
     fn layout() -> Layout {
         let session = SessionId { namespace: "ns".into(), name: "demo".into(), uid: "u-1".into() };

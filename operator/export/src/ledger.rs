@@ -16,7 +16,7 @@ use std::time::UNIX_EPOCH;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::keys::ObjectKey;
+use crate::keys::ObjectKey;
 
 /// One upload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

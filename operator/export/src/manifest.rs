@@ -10,8 +10,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::keys::{ObjectKey, SegmentKind};
-use super::prefix::SessionId;
+use crate::keys::{ObjectKey, SegmentKind};
+use crate::prefix::SessionId;
 
 /// The manifest format this runtime writes; a reader refuses a newer one.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -162,8 +162,8 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::export::keys::Layout;
-    use crate::export::prefix::{PrefixTemplate, DEFAULT_PREFIX};
+    use crate::keys::Layout;
+    use crate::prefix::{PrefixTemplate, DEFAULT_PREFIX};
 
     fn t(s: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 12, 10, 7, 0, s).unwrap()

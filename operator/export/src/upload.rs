@@ -7,7 +7,7 @@
 //! when it fails (stored parts cost space until then). The SHA-256 of what
 //! was sent is computed on the way.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
@@ -17,16 +17,15 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 use tokio::task::JoinSet;
 
-use super::answer::StoreAnswer;
-use super::backoff::Backoff;
-use super::credentials::{self, CredentialsError};
-use super::destination::{CredentialsSource, ValidDestination};
-use super::error::ExportError;
-use super::keys::{Layout, ObjectKey, SegmentKind};
-use super::ledger::{Fingerprint, Ledger, Uploaded};
-use super::manifest::{InterruptedMarker, Manifest, Segment};
-use super::prefix::SessionId;
-use super::store;
+use crate::answer::StoreAnswer;
+use crate::backoff::Backoff;
+use crate::destination::ValidDestination;
+use crate::error::ExportError;
+use crate::keys::{Layout, ObjectKey, SegmentKind};
+use crate::ledger::{Fingerprint, Ledger, Uploaded};
+use crate::manifest::{InterruptedMarker, Manifest, Segment};
+use crate::prefix::SessionId;
+use crate::store;
 
 /// S3's smallest part but the last.
 pub const MIN_PART_SIZE: usize = 5 * 1024 * 1024;
@@ -91,9 +90,8 @@ pub struct Progress {
 #[derive(Debug)]
 pub struct Uploader {
     store: Arc<dyn ObjectStore>,
-    bucket: String,
+    destination: ValidDestination,
     layout: Layout,
-    credentials_dir: PathBuf,
     ledger: Mutex<Ledger>,
     options: UploadOptions,
     progress: Mutex<Progress>,
@@ -115,14 +113,12 @@ impl Uploader {
         options: UploadOptions,
     ) -> Result<Self, ExportError> {
         let layout = Layout::new(destination.prefix.render(session, created)?);
-        let CredentialsSource::Files { dir } = &destination.credentials;
         let ledger =
             Ledger::open(ledger_file).map_err(|source| ExportError::Local { path: ledger_file.to_owned(), source })?;
         Ok(Self {
             store: store::connect(destination)?,
-            bucket: destination.bucket.clone(),
+            destination: destination.clone(),
             layout,
-            credentials_dir: dir.clone(),
             ledger: Mutex::new(ledger),
             options: UploadOptions { part_size: options.part_size.max(MIN_PART_SIZE), ..options },
             progress: Mutex::new(Progress::default()),
@@ -314,7 +310,7 @@ impl Uploader {
             Some(Ok(Err(e))) => Err(self.store_error("multipart upload", key, e)),
             Some(Err(e)) => Err(ExportError::Store {
                 operation: "multipart upload",
-                bucket: self.bucket.clone(),
+                bucket: self.destination.bucket.clone(),
                 key: key.clone(),
                 answer: StoreAnswer::from_error_text(&format!("the part's task ended: {e}"), &[]),
             }),
@@ -328,57 +324,14 @@ impl Uploader {
         progress.last_upload = Some(Utc::now());
     }
 
-    /// The client's error as an [`ExportError`]: the credential files'
-    /// own error when reading them failed, the store's answer otherwise,
-    /// with the current secret values masked.
     fn store_error(&self, operation: &'static str, key: &ObjectKey, error: object_store::Error) -> ExportError {
-        let error = match error {
-            object_store::Error::Generic { store, source } => match source.downcast::<CredentialsError>() {
-                Ok(credentials) => return ExportError::Credentials(*credentials),
-                Err(source) => object_store::Error::Generic { store, source },
-            },
-            other => other,
-        };
-        let secrets = secrets(&self.credentials_dir);
-        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
-        ExportError::Store {
-            operation,
-            bucket: self.bucket.clone(),
-            key: key.clone(),
-            answer: StoreAnswer::from_error_text(&chain(&error), &secrets),
-        }
+        store::error(&self.destination, operation, key, error)
     }
-}
-
-/// The secret values in the credential files now, to mask them.
-fn secrets(dir: &Path) -> Vec<String> {
-    credentials::read(dir)
-        .map(|c| {
-            let mut values = vec![c.secret_access_key.expose().to_owned()];
-            values.extend(c.session_token.map(|t| t.expose().to_owned()));
-            values
-        })
-        .unwrap_or_default()
 }
 
 fn location(key: &ObjectKey) -> StorePath {
     // Keys are made of checked segments (keys.rs): nothing for `from` to escape.
     StorePath::from(key.as_str())
-}
-
-/// An error and its sources, each said once.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    text
 }
 
 /// Up to `len` bytes, fewer only at the end of the file.
@@ -402,20 +355,6 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("outer: inner said no")]
-    struct Outer(#[source] Inner);
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("inner said no")]
-    struct Inner(#[source] std::io::Error);
-
-    #[test]
-    fn the_chain_says_each_source_once() {
-        let error = Outer(Inner(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)));
-        assert_eq!(chain(&error), "outer: inner said no: connection refused");
-    }
 
     #[tokio::test]
     async fn parts_are_full_but_the_last() {

@@ -3,11 +3,12 @@
 
 use std::path::PathBuf;
 
-use super::answer::StoreAnswer;
-use super::credentials::CredentialsError;
-use super::destination::InvalidDestination;
-use super::keys::{KeyError, ObjectKey};
-use super::prefix::PrefixError;
+use crate::answer::StoreAnswer;
+use crate::credentials::CredentialsError;
+use crate::destination::InvalidDestination;
+use crate::keys::{KeyError, ObjectKey};
+use crate::manifest::ManifestError;
+use crate::prefix::PrefixError;
 
 /// An export failure.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +53,42 @@ pub enum ExportError {
         /// What the store said.
         answer: StoreAnswer,
     },
+    /// The object is not in the store (`404`).
+    #[error("s3://{bucket}/{key} is not in the store")]
+    Missing {
+        /// The bucket.
+        bucket: String,
+        /// The object.
+        key: ObjectKey,
+    },
+    /// A downloaded object is not what the manifest lists.
+    #[error("s3://{bucket}/{key}: {what}; the download was discarded")]
+    Mismatch {
+        /// The bucket.
+        bucket: String,
+        /// The object.
+        key: ObjectKey,
+        /// Sizes or digests, expected and got.
+        what: String,
+    },
+    /// The manifest in the store cannot be read.
+    #[error("s3://{bucket}/{key}: {source}")]
+    Manifest {
+        /// The bucket.
+        bucket: String,
+        /// The manifest's key.
+        key: ObjectKey,
+        /// Why.
+        source: ManifestError,
+    },
+    /// A downloaded object could not be written.
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The local file.
+        path: PathBuf,
+        /// The write error.
+        source: std::io::Error,
+    },
     /// The ledger of uploaded files could not be written.
     #[error("recording the upload of {path} in {ledger}: {source}")]
     Ledger {
@@ -79,7 +116,12 @@ impl ExportError {
     /// a destination, a key, a file gone from the volume cannot.
     pub fn is_retryable(&self) -> bool {
         match self {
-            ExportError::Store { .. } | ExportError::Credentials(_) | ExportError::Ledger { .. } => true,
+            ExportError::Store { .. }
+            | ExportError::Credentials(_)
+            | ExportError::Ledger { .. }
+            | ExportError::Missing { .. }
+            | ExportError::Mismatch { .. } => true,
+            ExportError::Manifest { .. } | ExportError::Write { .. } => false,
             ExportError::Local { source, .. } => source.kind() != std::io::ErrorKind::NotFound,
             ExportError::Destination(_) | ExportError::Prefix(_) | ExportError::Key(_) | ExportError::Client { .. } => {
                 false

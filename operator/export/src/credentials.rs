@@ -94,6 +94,41 @@ pub enum CredentialsError {
         /// What is wrong, without the content.
         why: &'static str,
     },
+    /// The Secret read through the API lacks a key, or holds one no store accepts.
+    #[error(
+        "the credentials Secret {secret} {why}; it needs the keys {EXPORT_ACCESS_KEY_ID_KEY} and \
+         {EXPORT_SECRET_ACCESS_KEY_KEY} (and {EXPORT_SESSION_TOKEN_KEY} for temporary keys), each the key alone"
+    )]
+    SecretKey {
+        /// `namespace/name`.
+        secret: String,
+        /// What is wrong, naming the key, never its value.
+        why: String,
+    },
+}
+
+/// The credentials in a Secret's data (`name` is `namespace/name`, for
+/// messages): what the exporter reads from the mounted files, read from the
+/// API by `kubectl playpen record`.
+pub fn from_secret_data(
+    secret: &str,
+    value: impl Fn(&str) -> Option<Vec<u8>>,
+) -> Result<Credentials, CredentialsError> {
+    let key = |name: &str| {
+        value(name)
+            .map(parse_key)
+            .transpose()
+            .map(Option::flatten)
+            .map_err(|why| CredentialsError::SecretKey { secret: secret.to_owned(), why: format!("key {name} {why}") })
+    };
+    let missing = |name: &str| CredentialsError::SecretKey {
+        secret: secret.to_owned(),
+        why: format!("has no key {name}, or it is empty"),
+    };
+    let access_key_id = key(EXPORT_ACCESS_KEY_ID_KEY)?.ok_or_else(|| missing(EXPORT_ACCESS_KEY_ID_KEY))?;
+    let secret_key = key(EXPORT_SECRET_ACCESS_KEY_KEY)?.ok_or_else(|| missing(EXPORT_SECRET_ACCESS_KEY_KEY))?;
+    let token = key(EXPORT_SESSION_TOKEN_KEY)?;
+    Ok(Credentials { access_key_id, secret_access_key: Secret(secret_key), session_token: token.map(Secret) })
 }
 
 /// Reads the credentials from `dir` (a mounted Secret).
@@ -114,15 +149,21 @@ fn read_key(path: &Path) -> Result<Option<String>, CredentialsError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(CredentialsError::Unreadable { path: path.to_owned(), source }),
     };
-    let malformed = |why| CredentialsError::Malformed { path: path.to_owned(), why };
-    let text = String::from_utf8(bytes).map_err(|_| malformed("is not UTF-8 text"))?;
+    parse_key(bytes).map_err(|why| CredentialsError::Malformed { path: path.to_owned(), why })
+}
+
+/// A key's bytes without the line end `kubectl create secret --from-file`
+/// often keeps; `None` when empty; what is wrong (never the content) when
+/// no store would accept it.
+fn parse_key(bytes: Vec<u8>) -> Result<Option<String>, &'static str> {
+    let text = String::from_utf8(bytes).map_err(|_| "is not UTF-8 text")?;
     let key = text.strip_suffix('\n').unwrap_or(&text);
     let key = key.strip_suffix('\r').unwrap_or(key);
     if key.is_empty() {
         return Ok(None);
     }
     if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(malformed("has whitespace or control characters inside the key"));
+        return Err("has whitespace or control characters inside the key");
     }
     Ok(Some(key.to_owned()))
 }
@@ -178,6 +219,29 @@ mod tests {
         assert!(err.to_string().contains("accessKeyId and secretAccessKey"), "{err}");
         std::fs::write(dir.path().join(EXPORT_SECRET_ACCESS_KEY_KEY), "\n").unwrap();
         assert!(matches!(read(dir.path()).unwrap_err(), CredentialsError::Missing { .. }));
+    }
+
+    #[test]
+    fn a_secret_read_through_the_api_gives_the_same_keys_and_names_what_is_missing() {
+        let data = |pairs: &'static [(&'static str, &'static [u8])]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_vec())
+        };
+        let creds = from_secret_data(
+            "team-a/rec",
+            data(&[(EXPORT_ACCESS_KEY_ID_KEY, b"AKIDEXAMPLE\n"), (EXPORT_SECRET_ACCESS_KEY_KEY, b"s3cr3t\r\n")]),
+        )
+        .unwrap();
+        assert_eq!((creds.access_key_id.as_str(), creds.secret_access_key.expose()), ("AKIDEXAMPLE", "s3cr3t"));
+        let err = from_secret_data("team-a/rec", data(&[(EXPORT_ACCESS_KEY_ID_KEY, b"AKIDEXAMPLE")])).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("team-a/rec has no key secretAccessKey"), "{text}");
+        let err = from_secret_data(
+            "team-a/rec",
+            data(&[(EXPORT_ACCESS_KEY_ID_KEY, b"AKID"), (EXPORT_SECRET_ACCESS_KEY_KEY, b"hunter2 secret")]),
+        )
+        .unwrap_err();
+        let text = format!("{err} {err:?}");
+        assert!(text.contains("key secretAccessKey has whitespace") && !text.contains("hunter2"), "{text}");
     }
 
     #[test]

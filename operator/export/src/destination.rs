@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::prefix::{PrefixError, PrefixTemplate, DEFAULT_PREFIX};
+use crate::credentials::Credentials;
+use crate::prefix::{PrefixError, PrefixTemplate, DEFAULT_PREFIX};
 
 /// The region signed into requests when a destination names none (what
 /// most S3-compatible stores expect).
@@ -45,6 +46,10 @@ pub enum CredentialsSource {
         /// The directory the Secret is mounted at.
         dir: PathBuf,
     },
+    /// Keys the caller holds: `kubectl playpen record` reads the Secret
+    /// with the user's own rights. Never written anywhere.
+    #[serde(skip)]
+    Given(Credentials),
 }
 
 /// A destination that passed every check.
@@ -202,7 +207,7 @@ fn credentials(source: &CredentialsSource) -> Result<CredentialsSource, InvalidD
             format!("{} is not an absolute path", dir.display()),
             "name the directory the credentials Secret is mounted at",
         )),
-        source => Ok(source.clone()),
+        source @ (CredentialsSource::Files { .. } | CredentialsSource::Given(_)) => Ok(source.clone()),
     }
 }
 
