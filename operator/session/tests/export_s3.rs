@@ -401,9 +401,17 @@ async fn the_exporter_uploads_finished_segments_marks_interruptions_and_the_rest
     assert_eq!(videos, [format!("{layout_prefix}/video/000001.webm")], "only the finished segment while it records");
     assert_eq!(read("video/000001.webm").await, first);
     assert_eq!(read("trace/resources/abc").await, b"blob");
-    let status: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(recordings.join(".export/status.json")).unwrap()).unwrap();
-    assert!(status["objects"].as_u64() >= Some(3) && status.get("lastError").is_none(), "{status}");
+    // The status file follows within its writer's period (status_board::WRITE_EVERY, 2 s).
+    let status_file = || async {
+        let bytes = std::fs::read(recordings.join(".export/status.json")).ok()?;
+        serde_json::from_slice::<serde_json::Value>(&bytes).ok()
+    };
+    let status = wait_for(Duration::from_secs(10), || async {
+        status_file().await.filter(|s| s["objects"].as_u64() >= Some(3))
+    })
+    .await;
+    let status = status.unwrap_or_else(|| panic!("the status file counts the objects: {:?}", status_now(&recordings)));
+    assert!(status.get("lastError").is_none(), "{status}");
     assert!(
         fx.reader().head(&StorePath::from(format!("{layout_prefix}/egress.jsonl"))).await.is_err(),
         "the egress log is not a recording segment"
@@ -431,6 +439,11 @@ async fn the_exporter_uploads_finished_segments_marks_interruptions_and_the_rest
 }
 
 /// Polls `check` every 250 ms until it gives a value or `within` passes.
+/// The status file as it is now, for a failure's message.
+fn status_now(recordings: &std::path::Path) -> String {
+    std::fs::read_to_string(recordings.join(".export/status.json")).unwrap_or_default()
+}
+
 async fn wait_for<T, F, Fut>(within: Duration, check: F) -> Option<T>
 where
     F: Fn() -> Fut,
