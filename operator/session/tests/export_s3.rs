@@ -464,7 +464,7 @@ where
 /// A trace with screenshots stores a resource per screencast frame: the
 /// manifest is written once for a pass's trace files, not after each (it
 /// was, which made the manifest's traffic grow with the square of the
-/// files: tests/bench/export.sh's 40 s session sent 36 MiB of manifests).
+/// files: docs/recordings-export.md, Benchmark).
 #[tokio::test]
 async fn the_exporter_writes_the_manifest_once_per_pass_for_many_trace_files() {
     const RESOURCES: usize = 60;

@@ -282,9 +282,9 @@ impl Exporter {
 /// Whether the manifest is written at once after storing a file of `kind`.
 /// A video segment: yes, so that the store's manifest names it as soon as
 /// it is there. A trace file: at the end of the pass (a trace with
-/// screenshots stores a resource for every screencast frame, hundreds a
-/// minute, and writing the whole manifest after each was quadratic: the
-/// benchmark's 40 s session sent 36 MiB of manifests for 40 MiB recorded).
+/// screenshots stores a resource for every screencast frame, and writing
+/// the whole manifest after each was quadratic; the benchmark's figures
+/// are in docs/recordings-export.md).
 fn publish_after(kind: SegmentKind) -> bool {
     kind == SegmentKind::Video
 }
