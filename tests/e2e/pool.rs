@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context as _};
-use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod, Secret};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL};
 use playpen_api::runtime_config::WARM_BROWSER_TOUCHED;
@@ -137,12 +137,12 @@ pub async fn a_warm_pool_serves_sessions(client: &Client, installed: &Installed)
     ensure!(warm.len() == MIN_READY, "warm Pods: {warm:?}");
     // While warm, the pool's deny-all policy holds (a TCP connect, which leaves the browser unused).
     let (host, port) = authority(fixture_url)?;
+    // Those execs use the warm browsers before any claim: each starts afresh.
     for pod in &warm {
-        let out = warm_connect(&pods, ns, pod, &host, port).await?;
-        ensure!(out == "TIMEOUT", "a warm Pod connected to {fixture_url}: {out}");
+        touched_and_discarded(&pods, ns, pod, &host, port, fixture_url)
+            .await
+            .context("a warm Pod someone exec'd into is discarded")?;
     }
-    // Those execs used the warm browsers before any claim: each starts afresh.
-    discarded(&pods, &warm).await.context("a warm Pod someone exec'd into is discarded")?;
     wait_full(&pools).await.context("the discarded warm Pods come back")?;
 
     // A session claims one in place, and an agent drives it.
@@ -310,27 +310,28 @@ async fn auth_state_is_loaded(client: &Client, ns: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits until each of `names` has restarted its browser container because
-/// it was used while warm (its runtime's report says so).
+/// The browser container's restarts in `pod`.
+fn browser_restarts(pod: &Pod) -> i32 {
+    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+    statuses.and_then(|cs| cs.iter().find(|c| c.name == BROWSER)).map_or(0, |c| c.restart_count)
+}
+
 /// A TCP connect from a warm Pod, which the runtime discards (killing the
 /// probe too) 5 s after it sees it: the probe gives up after 1 s, and a
 /// probe killed first on a loaded machine (exit 137) is repeated once the
-/// Pod is back.
-async fn warm_connect(pods: &Api<Pod>, ns: &str, pod: &str, host: &str, port: u16) -> anyhow::Result<String> {
-    let restarts = |p: &Pod| {
-        let statuses = p.status.as_ref().and_then(|s| s.container_statuses.as_ref());
-        statuses.and_then(|cs| cs.iter().find(|c| c.name == BROWSER)).map_or(0, |c| c.restart_count)
-    };
+/// Pod is back. Returns what the probe printed and the browser's restarts
+/// before the probe that printed it.
+async fn warm_connect(pods: &Api<Pod>, ns: &str, pod: &str, host: &str, port: u16) -> anyhow::Result<(String, i32)> {
     for _ in 0..3 {
-        let before = restarts(&pods.get(pod).await?);
+        let before = browser_restarts(&pods.get(pod).await?);
         let out = connect_within(ns, pod, BROWSER, host, port, 1000).await?;
         if out.code != 137 {
-            return out.ok("connect probe").map(|out| out.trim().to_owned());
+            return Ok((out.ok("connect probe")?.trim().to_owned(), before));
         }
         eprintln!("e2e: the connect probe in warm Pod {pod} was killed with it; probing again once it is back");
         eventually(Duration::from_secs(120), || async {
             let now = pods.get(pod).await?;
-            ensure!(restarts(&now) > before && pod_is_ready(&now), "{pod} has not restarted and turned Ready");
+            ensure!(browser_restarts(&now) > before && pod_is_ready(&now), "{pod} has not restarted and turned Ready");
             Ok(())
         })
         .await?;
@@ -338,23 +339,85 @@ async fn warm_connect(pods: &Api<Pod>, ns: &str, pod: &str, host: &str, port: u1
     anyhow::bail!("the connect probe in warm Pod {pod} was killed three times")
 }
 
-async fn discarded(pods: &Api<Pod>, names: &BTreeSet<String>) -> anyhow::Result<()> {
-    eventually(Duration::from_secs(120), || async {
-        for name in names {
-            let pod = pods.get(name).await?;
-            let statuses = pod.status.and_then(|s| s.container_statuses).unwrap_or_default();
-            let browser = statuses.iter().find(|c| c.name == BROWSER).context("no browser container status")?;
-            let last = browser.last_state.as_ref().and_then(|s| s.terminated.as_ref());
-            let said = last.and_then(|t| t.message.clone()).unwrap_or_default();
-            ensure!(
-                browser.restart_count >= 1 && said.contains(WARM_BROWSER_TOUCHED),
-                "{name}: {} restarts, last termination {said:?}",
-                browser.restart_count
-            );
+/// Touches the warm Pod `pod` with a connect probe (which must time out:
+/// the pool's deny-all policy) and requires its runtime to discard the
+/// browser for it. A restart the runtime does not explain (seen once on a
+/// loaded CI machine: exit 0, no termination message) is printed with the
+/// container's last log lines, and the Pod, fresh again, is touched once
+/// more: the discard itself must still be seen.
+async fn touched_and_discarded(
+    pods: &Api<Pod>,
+    ns: &str,
+    pod: &str,
+    host: &str,
+    port: u16,
+    fixture_url: &str,
+) -> anyhow::Result<()> {
+    for attempt in 1..=2 {
+        let (out, before) = warm_connect(pods, ns, pod, host, port).await?;
+        ensure!(out == "TIMEOUT", "a warm Pod connected to {fixture_url}: {out}");
+        match discarded_since(pods, pod, before).await? {
+            None => return Ok(()),
+            Some(other) if attempt == 1 => {
+                eprintln!("e2e: warm Pod {pod} restarted for something else; touching it again: {other}");
+                eventually(Duration::from_secs(120), || async {
+                    ensure!(pod_is_ready(&pods.get(pod).await?), "{pod} is not Ready again");
+                    Ok(())
+                })
+                .await?;
+            }
+            Some(other) => anyhow::bail!("{pod} was touched twice and never discarded for it: {other}"),
         }
-        Ok(())
+    }
+    unreachable!("the second attempt returns")
+}
+
+/// Waits until the browser of `pod` restarted after `before` restarts;
+/// `None` when its runtime said it discarded a touched warm browser, else
+/// what the last termination said, with the container's last log lines.
+async fn discarded_since(pods: &Api<Pod>, pod: &str, before: i32) -> anyhow::Result<Option<String>> {
+    let last = eventually(Duration::from_secs(120), || async {
+        let now = pods.get(pod).await?;
+        let count = browser_restarts(&now);
+        ensure!(count > before, "{pod}: still {count} restarts");
+        let statuses = now.status.and_then(|s| s.container_statuses).unwrap_or_default();
+        let browser = statuses.into_iter().find(|c| c.name == BROWSER).context("no browser container status")?;
+        Ok(browser.last_state.and_then(|s| s.terminated))
     })
-    .await
+    .await?;
+    let said = last.as_ref().and_then(|t| t.message.clone()).unwrap_or_default();
+    if said.contains(WARM_BROWSER_TOUCHED) {
+        return Ok(None);
+    }
+    Ok(Some(format!("{}\n{}", termination(last.as_ref()), previous_log(pods, pod).await)))
+}
+
+/// A container's last termination, for a failure message.
+fn termination(last: Option<&ContainerStateTerminated>) -> String {
+    last.map_or_else(
+        || "no last termination".to_owned(),
+        |t| {
+            format!(
+                "exit {} signal {:?} reason {:?} from {:?} to {:?}, message {:?}",
+                t.exit_code,
+                t.signal,
+                t.reason,
+                t.started_at,
+                t.finished_at,
+                t.message.as_deref().unwrap_or_default()
+            )
+        },
+    )
+}
+
+/// The last lines the previous browser container of `pod` logged.
+async fn previous_log(pods: &Api<Pod>, pod: &str) -> String {
+    let params =
+        LogParams { container: Some(BROWSER.into()), previous: true, tail_lines: Some(30), ..LogParams::default() };
+    match pods.logs(pod, &params).await {
+        Ok(log) => format!("--- {pod}, previous browser container, last 30 lines:\n{log}"),
+        Err(err) => format!("--- {pod}: no previous log: {err}"),
+    }
 }
 
 /// Someone with exec on every warm Pod loads a cookie with `state-load`,
@@ -377,10 +440,13 @@ async fn nothing_planted_reaches_a_claim(
         dir = playpen_api::layout::SNAPSHOT_DIR
     );
     for pod in &warm {
+        let before = browser_restarts(&pods.get(pod).await?);
         let planted = exec(ns, pod, BROWSER, &["sh", "-c", &plant]).await?;
         eprintln!("e2e: planted in warm Pod {pod}: {planted:?}");
+        if let Some(other) = discarded_since(pods, pod, before).await? {
+            anyhow::bail!("the tampered warm Pod {pod} restarted, but not for what was planted: {other}");
+        }
     }
-    discarded(pods, &warm).await.context("the tampered warm Pods start afresh")?;
     wait_full(pools).await.context("and come back Ready")?;
     create_pooled(client, ns, "after-tamper", json!({})).await?;
     let (claimed, reason, pod) = claim_of(client, ns, "after-tamper").await?;

@@ -10,7 +10,7 @@ use anyhow::{ensure, Context as _};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::Client;
-use playpen_tests::{eventually, TestNamespace};
+use playpen_tests::{eventually, eventually_every, TestNamespace};
 use serde_json::json;
 
 use crate::kubectl::{helm, kubectl};
@@ -164,8 +164,22 @@ pub async fn uninstall(client: &Client, installed: &Installed) -> anyhow::Result
             .await?
             .ok("helm uninstall");
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    for ns in [&installed.team_a, &installed.team_b, &installed.system] {
-        namespaces.delete(&ns.name, &DeleteParams::background()).await?;
+    let names = [&installed.team_a.name, &installed.team_b.name, &installed.system.name];
+    for name in names {
+        namespaces.delete(name, &DeleteParams::background()).await?;
+    }
+    // The next suite (cargo runs the gVisor one after this) starts on a quiet
+    // node: browsers closing and exporters' final passes take their grace
+    // periods. Not a failure of its own when slow: it is said and the run goes on.
+    let gone = eventually_every(Duration::from_secs(2), Duration::from_secs(300), || async {
+        for name in names {
+            ensure!(namespaces.get_opt(name).await?.is_none(), "namespace {name} is still terminating");
+        }
+        Ok(())
+    })
+    .await;
+    if let Err(err) = gone {
+        eprintln!("e2e: WARNING: the suite's namespaces did not go within 300 s: {err:#}");
     }
     uninstalled.map(drop)
 }
