@@ -54,6 +54,22 @@ pub enum Command {
         #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=600))]
         within: u64,
     },
+    /// Save the session's storage state and open tabs (URL, scroll, form
+    /// values; never passwords) to FILE, owner-only, for `resume-state`
+    /// (the State path of suspend: docs/suspend-resume.md).
+    SuspendState {
+        /// Where the document goes.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Load a `suspend-state` document into the session's browser: storage
+    /// state, then every tab at once with its scroll and values. A tab that
+    /// does not load is reported on its line, not fatal.
+    ResumeState {
+        /// The document.
+        #[arg(long)]
+        from: PathBuf,
+    },
 }
 
 /// Options, each also settable through the environment.
