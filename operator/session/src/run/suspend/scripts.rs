@@ -196,7 +196,7 @@ mod tests {
                 value: FieldValue::Input { value: "'); process.exit(1); ('\u{2028}__RESTORE_PAGE__".into() },
             }],
         };
-        let code = reopen(&[tab.clone()], Duration::from_secs(30));
+        let code = reopen(std::slice::from_ref(&tab), Duration::from_secs(30));
         let tabs_json = serde_json::to_string(&[tab]).unwrap();
         assert!(code.contains(&format!("const tabs = {tabs_json};")), "{code}");
         assert!(code.contains("\"loadMs\":30000"));
