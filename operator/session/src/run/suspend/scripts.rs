@@ -7,8 +7,9 @@
 //! crosses the socket (values over the limit are counted, not sent), and a
 //! page that does not answer within its time keeps its URL only.
 //!
-//! Reopen navigates one page per tab at once (the current page first, then
-//! new ones, so the order holds), restores scroll and values with the
+//! Reopen makes one page per tab (the current page first, then new ones, in
+//! order, so the tab order holds), starting each load as soon as its page
+//! exists so that loads overlap, restores scroll and values with the
 //! elements' own setters and `input`/`change` events (frameworks that track
 //! values through the setter notice), and reports each tab.
 
@@ -126,11 +127,8 @@ const REOPEN: &str = r#"async (page) => {
   const restorePage = __RESTORE_PAGE__;
   const ctx = page.context();
   const existing = ctx.pages();
-  const pages = [];
-  for (let i = 0; i < tabs.length; i++) pages.push(i < existing.length ? existing[i] : await ctx.newPage());
   const first = (e) => String((e && e.message) || e).split('\n')[0].slice(0, 200);
-  return await Promise.all(tabs.map(async (t, i) => {
-    const p = pages[i];
+  const load = async (p, t) => {
     try {
       await p.goto(t.url, { waitUntil: 'load', timeout: L.loadMs });
     } catch (e) {
@@ -141,7 +139,12 @@ const REOPEN: &str = r#"async (page) => {
     } catch (e) {
       return { loaded: true, restored: 0, missing: t.fields.length, error: first(e) };
     }
-  }));
+  };
+  // Pages are made one after another (their order is the tabs' order);
+  // each load starts as soon as its page exists.
+  const loads = [];
+  for (let i = 0; i < tabs.length; i++) loads.push(load(i < existing.length ? existing[i] : await ctx.newPage(), tabs[i]));
+  return await Promise.all(loads);
 }"#;
 
 /// The capture function, each page given `page_timeout` to answer.
