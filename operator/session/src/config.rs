@@ -290,6 +290,15 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_suspend_subcommands_are_the_names_playpen_api_gives_them() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        for name in [playpen_api::suspend::SUSPEND_SUBCOMMAND, playpen_api::suspend::RESUME_SUBCOMMAND] {
+            assert!(cli.find_subcommand(name).is_some(), "no subcommand {name}");
+        }
+    }
+
+    #[test]
     fn the_documented_example_loads() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("runtime.json");

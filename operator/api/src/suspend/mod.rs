@@ -16,6 +16,12 @@ use serde::{Deserialize, Serialize};
 pub use bounds::{check, parse, sanitise, Dropped, ParseError, Violation};
 pub use url::{reopenable, UrlRefused};
 
+/// The runtime's subcommand that captures a session's state into a file
+/// (`playpen-session suspend-state --out FILE`, exec'd in the browser container).
+pub const SUSPEND_SUBCOMMAND: &str = "suspend-state";
+/// The runtime's subcommand that loads one (`playpen-session resume-state --from FILE`).
+pub const RESUME_SUBCOMMAND: &str = "resume-state";
+
 /// The document's format; a reader refuses any other.
 pub const FORMAT: u32 = 1;
 /// The most bytes a document takes serialized (compact JSON): what a

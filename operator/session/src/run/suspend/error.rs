@@ -7,9 +7,6 @@ use std::time::Duration;
 /// A failed `suspend-state` or `resume-state`.
 #[derive(Debug, thiserror::Error)]
 pub enum SuspendError {
-    /// runtime.json could not be read.
-    #[error(transparent)]
-    Config(#[from] crate::error::Fatal),
     /// No session file of the session: no browser is open.
     #[error(
         "no daemon of session '{session}' is registered under {dir}: the browser is not open (is the session \
