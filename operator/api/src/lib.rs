@@ -11,6 +11,7 @@ pub mod naming;
 pub mod quantity;
 pub mod rotate;
 pub mod runtime_config;
+pub mod suspend;
 pub mod text;
 pub mod v1alpha1;
 

@@ -54,6 +54,22 @@ pub enum Command {
         #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=600))]
         within: u64,
     },
+    /// Save the session's storage state and open tabs (URL, scroll, form
+    /// values; never passwords) to FILE, owner-only, for `resume-state`
+    /// (the State path of suspend: docs/suspend-resume.md).
+    SuspendState {
+        /// Where the document goes.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Load a `suspend-state` document into the session's browser: storage
+    /// state, then every tab at once with its scroll and values. A tab that
+    /// does not load is reported on its line, not fatal.
+    ResumeState {
+        /// The document.
+        #[arg(long)]
+        from: PathBuf,
+    },
 }
 
 /// Options, each also settable through the environment.
@@ -271,6 +287,15 @@ pub(crate) mod tests {
         assert_eq!(validate(&config), Ok(()));
         let (rules, floor) = config.egress_hosts.expect("egressHosts").parse().expect("enforceable");
         assert_eq!((rules.allow.len(), rules.deny.len(), floor.allowed.len(), floor.denied.len()), (2, 1, 1, 9));
+    }
+
+    #[test]
+    fn the_suspend_subcommands_are_the_names_playpen_api_gives_them() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        for name in [playpen_api::suspend::SUSPEND_SUBCOMMAND, playpen_api::suspend::RESUME_SUBCOMMAND] {
+            assert!(cli.find_subcommand(name).is_some(), "no subcommand {name}");
+        }
     }
 
     #[test]

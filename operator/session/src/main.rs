@@ -39,6 +39,12 @@ fn main() {
                 let config = std::path::Path::new(&cli.options.config);
                 playpen_session::rotate::run(config, pid, std::time::Duration::from_secs(within)).await
             }
+            Command::SuspendState { out } => {
+                run::suspend::run_suspend(std::path::Path::new(&cli.options.config), &out).await
+            }
+            Command::ResumeState { from } => {
+                run::suspend::run_resume(std::path::Path::new(&cli.options.config), &from).await
+            }
             Command::Probe => match load(std::path::Path::new(&cli.options.config)) {
                 Ok(config) => match probe::check_waiting(&config, probe::startup_wait()).await {
                     Ok(()) => exit::ENDED,

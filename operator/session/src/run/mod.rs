@@ -14,6 +14,7 @@ pub(crate) mod browser;
 pub mod expose;
 pub mod policy;
 pub(crate) mod process;
+pub mod suspend;
 
 use std::path::Path;
 use std::sync::atomic::AtomicUsize;
