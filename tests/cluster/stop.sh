@@ -75,15 +75,31 @@ mounts_under() {
   done | sort -u | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
 }
 
+# Passes until nothing is left: a target mounted twice (stacked) is listed
+# once, and one umount lifts only its top mount.
 umount_under() {
-  local m n=0
-  while IFS= read -r m; do
-    [[ -n "$m" ]] || continue
-    m="$(printf '%b' "$m")" # findmnt -r escapes blanks as \x20
-    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "WARNING: cannot unmount ${m}"
-    n=$((n + 1))
-  done < <(mounts_under "$@")
+  local m n=0 pass
+  for pass in 1 2 3 4 5; do
+    [[ -n "$(mounts_under "$@")" ]] || break
+    while IFS= read -r m; do
+      [[ -n "$m" ]] || continue
+      m="$(printf '%b' "$m")" # findmnt -r escapes blanks as \x20
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "WARNING: cannot unmount ${m} (pass ${pass})"
+      n=$((n + 1))
+    done < <(mounts_under "$@")
+  done
   ((n == 0)) || log "unmounted ${n} leftover mount(s) under $*"
+}
+
+# Before a purge: what a stopping runtime still held a moment ago (seen once
+# right after the node stopped) is unmounted again, for up to 5 s.
+settle_mounts() {
+  local i
+  for i in 1 2 3 4 5; do
+    [[ -n "$(mounts_under "$1")" ]] || return 0
+    umount_under "$1"
+    sleep 1
+  done
 }
 
 # ip[6]tables chains named KUBE-* or CNI-* (kube-proxy, kubelet, the CNI bridge, portmap and
@@ -285,10 +301,12 @@ fi
 
 if $purge; then
   if [[ -f "${KUBELET_ROOT}/.playpen" ]]; then
+    settle_mounts "$KUBELET_ROOT"
     [[ -z "$(mounts_under "$KUBELET_ROOT")" ]] || die "mounts left under ${KUBELET_ROOT}; not deleting it"
     log "removing ${KUBELET_ROOT}"
     rm -rf "$KUBELET_ROOT"
   fi
+  settle_mounts "$STATE"
   [[ -z "$(mounts_under "$STATE")" ]] || die "mounts left under ${STATE}; not deleting it"
   log "removing ${STATE}"
   rm -rf "$STATE" "${STATE}.lock" "${STATE}.start.lock" "${STATE}.node.lock" "${STATE}.kwok.lock"
