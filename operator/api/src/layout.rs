@@ -73,6 +73,16 @@ pub const EGRESS_REPORT_PATH: &str = "/egress";
 /// the first one or without an export). The operator reads it for
 /// `status.recording.export`; the same NetworkPolicy rule admits it.
 pub const EXPORT_STATUS_PATH: &str = "/export";
+/// The path on [`READINESS_PORT`] where the operator asks the runtime for
+/// the session's suspended state (`POST`, answered with a
+/// [`crate::suspend::SuspendedState`] document). Offered only while
+/// [`CONTROL_TOKEN_FILE`] exists, and only to a request bearing its token.
+pub const SUSPEND_PATH: &str = "/suspend";
+/// File name, inside [`LAUNCH_CONFIG_DIR`], of the bearer token a request to
+/// [`SUSPEND_PATH`] must carry (`Authorization: Bearer <token>`). The
+/// operator writes it into the launch-config Secret; without it the runtime
+/// does not offer suspend at all.
+pub const CONTROL_TOKEN_FILE: &str = "control-token";
 /// Where the container writes its termination message.
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 /// `HOME` in the Pod: a directory under [`DATA_HOME`] (the root filesystem is

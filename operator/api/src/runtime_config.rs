@@ -59,6 +59,12 @@ pub struct RuntimeConfig {
     /// A `state-save` file to `state-load` once the browser is open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_state_file: Option<String>,
+    /// A mounted [`crate::suspend::SuspendedState`] document (a resumed
+    /// session's Secret) to reopen once the browser first runs: its storage
+    /// state, then its tabs. The runtime's readiness waits for the reopen
+    /// (bounded); a file that is not a document is logged and skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_state_file: Option<String>,
     /// Record a video of the session (`video-start` after each browser start).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub record_video: bool,

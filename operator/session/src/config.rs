@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use playpen_api::layout::{env, READINESS_PORT, RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY, TERMINATION_MESSAGE_PATH};
+use playpen_api::layout::{
+    env, CONTROL_TOKEN_FILE, LAUNCH_CONFIG_DIR, READINESS_PORT, RUNTIME_CONFIG_DIR, RUNTIME_CONFIG_KEY,
+    TERMINATION_MESSAGE_PATH,
+};
 use playpen_api::runtime_config::RuntimeConfig;
 
 use crate::error::Fatal;
@@ -118,6 +121,10 @@ pub struct Options {
     /// run side by side outside a Pod, as the tests do, each take their own).
     #[arg(long, global = true, env = "PLAYPEN_READINESS_ADDR")]
     pub readiness_addr: Option<SocketAddr>,
+    /// The bearer token `POST /suspend` must carry (the launch-config
+    /// Secret's key); suspend is not offered while the file is absent.
+    #[arg(long, global = true, env = "PLAYPEN_CONTROL_TOKEN", default_value_t = default_control_token_path())]
+    pub control_token: String,
 }
 
 /// When the viewer's dashboard (a Node process of about 138 MB) runs.
@@ -127,6 +134,10 @@ pub enum ViewerDashboard {
     OnDemand,
     /// From start-up on, whether or not anyone views (the earlier behaviour).
     Eager,
+}
+
+fn default_control_token_path() -> String {
+    format!("{LAUNCH_CONFIG_DIR}/{CONTROL_TOKEN_FILE}")
 }
 
 fn default_config_path() -> String {
@@ -270,6 +281,7 @@ pub(crate) mod tests {
             max_lifetime_seconds: None,
             session_started_at: None,
             auth_state_file: None,
+            resume_state_file: None,
             record_video: false,
             record_trace: false,
             video_segment_seconds: None,

@@ -6,7 +6,8 @@
 //! recordings run. Fails once for every in-place daemon
 //! restart it has not reported yet ([`crate::restarts`]); passes without the
 //! daemon while a fresh browser starts after an agent's own close
-//! ([`crate::agent_close`]).
+//! ([`crate::agent_close`]). A resumed session waits for its suspended
+//! state's reopen ([`crate::run::suspend::at_start`]).
 //!
 //! Until it has passed once, the probe waits for readiness (up to a little
 //! less than the probe's timeout) instead of failing at once: the kubelet
@@ -23,6 +24,7 @@ use playpen_api::runtime_config::RuntimeConfig;
 
 use crate::run::browser::{daemon_sockets, not_yet_recording};
 use crate::run::expose::viewer_ready;
+use crate::run::suspend::at_start;
 use crate::{agent_close, restarts};
 
 /// Written beside the restart record once the probe has passed.
@@ -76,6 +78,10 @@ async fn ready_now(config: &RuntimeConfig, namespace: Option<&Path>) -> Result<(
     // While a fresh browser starts after an agent's own close, nothing failed.
     if !sockets.iter().any(|s| UnixStream::connect(s).is_ok()) && !reopening() {
         return Err(format!("the daemon does not answer (sockets found: {sockets:?})"));
+    }
+    // A resumed session is Ready only with its tabs back (bounded by the reopen).
+    if let Some(why) = namespace.and_then(at_start::pending) {
+        return Err(why);
     }
     if let Some(port) = config.viewer_port {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));

@@ -101,7 +101,8 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     // First: the kubelet's first probe is held, not refused, while the checks run.
     let (tell_readiness, readiness_config) = watch::channel(None);
     let tally = Arc::new(egress_proxy::Tally::default());
-    tokio::spawn(health::serve(health::bind_at(opts.readiness_addr())?, readiness_config, tally.clone()));
+    let control = Arc::new(expose::control::Control::new(&opts.control_token));
+    tokio::spawn(health::serve(health::bind_at(opts.readiness_addr())?, readiness_config, tally.clone(), control));
     let prepared = prepare::prepare(opts)?;
     let config = &prepared.config;
     // A replacement Pod or a restarted container of a session whose lifetime
@@ -220,6 +221,11 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     }
     let close_spec = spec("close", &prepared.launcher, shutdown::close_args(&config.session_name));
 
+    // Marked before the probe can pass, so a resumed session never shows
+    // Ready without its tabs.
+    let resume_held =
+        suspend::at_start::Pending::mark(plan.restart_record.as_deref(), config.resume_state_file.as_deref());
+
     let managed = Managed::default();
     tokio::spawn(reaper::run(managed.clone()));
     tell_readiness.send_replace(Some(config.clone()));
@@ -228,6 +234,10 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     let (exited_tx, _exited_rx) = mpsc::unbounded_channel();
     let mut daemon_task =
         tokio::spawn(browser::daemon::supervise(plan, managed.clone(), state_tx, stop_rx.clone(), exited_tx));
+    if let Some(file) = &config.resume_state_file {
+        let reopen = suspend::at_start::reopen_once(config.clone(), file.into(), resume_held, state_rx.clone());
+        tokio::spawn(reopen);
+    }
     if let Some(load) = follower {
         tokio::spawn(auth::follow(opts.config.clone().into(), load, managed.clone(), state_rx.clone()));
     }

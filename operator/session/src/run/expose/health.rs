@@ -5,6 +5,8 @@
 //!
 //! Anyone who reaches the Pod's address learns one bit (ready or not) and
 //! nothing else: the reason goes to this runtime's log, once per change.
+//! `POST /suspend` answers the session's suspended state to the operator
+//! bearing the control token ([`super::control`]).
 //! `GET /egress` answers what the egress proxy counted
 //! ([`playpen_api::egress_report`], empty without host rules): the
 //! operator reads it for Events and metrics. `GET /export` answers the
@@ -24,12 +26,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use playpen_api::export_status::{ExportStatus, EXPORT_STATE_DIR, EXPORT_STATUS_FILE, MAX_STATUS_BYTES};
-use playpen_api::layout::{EGRESS_REPORT_PATH, EXPORT_STATUS_PATH, READINESS_PATH};
+use playpen_api::layout::{EGRESS_REPORT_PATH, EXPORT_STATUS_PATH, READINESS_PATH, SUSPEND_PATH};
 use playpen_api::runtime_config::RuntimeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
+use super::control::{bearer, Answer, Control};
 use super::egress_proxy::Tally;
 use crate::error::Fatal;
 use crate::probe;
@@ -41,6 +44,11 @@ const REQUEST_HEAD_MAX: usize = 2048;
 const READ_WITHIN: Duration = Duration::from_secs(2);
 /// How long writing the answer may take.
 const WRITE_WITHIN: Duration = Duration::from_secs(1);
+/// How long writing a suspended state (up to 512 KiB) may take.
+const WRITE_DOCUMENT_WITHIN: Duration = Duration::from_secs(10);
+/// The most request body read (and ignored): reading it lets the answer
+/// reach a client that sent one, where closing with unread bytes resets.
+const BODY_MAX: usize = 4096;
 /// Connections answered at once; more are closed unanswered. The kubelet
 /// sends one probe at a time.
 const MAX_CONNECTIONS: usize = 4;
@@ -78,7 +86,12 @@ impl LastVerdict {
 /// those checks: the kubelet probes a container as soon as it starts, and a
 /// probe refused then would leave a fresh session unready for a whole probe
 /// period after its browser is up; a probe that arrives early is held.
-pub async fn serve(listener: TcpListener, config: watch::Receiver<Option<RuntimeConfig>>, tally: Arc<Tally>) {
+pub async fn serve(
+    listener: TcpListener,
+    config: watch::Receiver<Option<RuntimeConfig>>,
+    tally: Arc<Tally>,
+    control: Arc<Control>,
+) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let last = Arc::new(LastVerdict::default());
     loop {
@@ -91,9 +104,9 @@ pub async fn serve(listener: TcpListener, config: watch::Receiver<Option<Runtime
             drop(stream);
             continue;
         };
-        let (config, last, tally) = (config.clone(), last.clone(), tally.clone());
+        let (config, last, tally, control) = (config.clone(), last.clone(), tally.clone(), control.clone());
         tokio::spawn(async move {
-            answer(stream, config, &last, &tally).await;
+            answer(stream, config, &last, &tally, &control).await;
             drop(slot);
         });
     }
@@ -108,6 +121,14 @@ enum Request {
     EgressReport,
     /// `GET /export`.
     ExportStatus,
+    /// `POST /suspend`, with the bearer token it presented and the body
+    /// bytes still to read (bounded).
+    Suspend {
+        /// The token after `Authorization: Bearer `.
+        bearer: Option<Vec<u8>>,
+        /// Body bytes announced and not yet read, at most [`BODY_MAX`].
+        unread: usize,
+    },
     /// Anything else that ended its head.
     Other,
 }
@@ -133,10 +154,31 @@ async fn read_head(stream: &mut TcpStream) -> Option<Request> {
     complete.unwrap_or(false).then(|| classify(&head[..filled]))
 }
 
+/// The value of header `name` (lower case) in a request head.
+fn header<'a>(head: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let end = head.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(head.len());
+    head[..end].split(|b| *b == b'\n').skip(1).find_map(|line| {
+        let colon = line.iter().position(|b| *b == b':')?;
+        line[..colon].eq_ignore_ascii_case(name).then(|| line[colon + 1..].trim_ascii())
+    })
+}
+
 fn classify(head: &[u8]) -> Request {
     let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
-    let target = line.strip_prefix(b"GET ").and_then(|rest| rest.split(|b| *b == b' ').next()).unwrap_or_default();
-    let path = target.split(|b| *b == b'?').next().unwrap_or_default();
+    let path_of = |method: &[u8]| {
+        let target = line.strip_prefix(method).and_then(|rest| rest.split(|b| *b == b' ').next());
+        target.unwrap_or_default().split(|b| *b == b'?').next().unwrap_or_default()
+    };
+    if path_of(b"POST ") == SUSPEND_PATH.as_bytes() {
+        let announced = header(head, b"content-length")
+            .and_then(|v| std::str::from_utf8(v).ok()?.parse::<usize>().ok())
+            .unwrap_or(0);
+        let body_start = head.windows(4).position(|w| w == b"\r\n\r\n").map_or(head.len(), |at| at + 4);
+        let unread = announced.saturating_sub(head.len() - body_start).min(BODY_MAX);
+        let bearer = header(head, b"authorization").and_then(bearer).map(<[u8]>::to_vec);
+        return Request::Suspend { bearer, unread };
+    }
+    let path = path_of(b"GET ");
     if path == READINESS_PATH.as_bytes() {
         Request::Readiness
     } else if path == EGRESS_REPORT_PATH.as_bytes() {
@@ -163,14 +205,37 @@ async fn verdict(config: &mut watch::Receiver<Option<RuntimeConfig>>) -> Result<
     }
 }
 
+/// Reads and drops up to `unread` body bytes, briefly.
+async fn drain(stream: &mut TcpStream, unread: usize) {
+    let mut sink = [0u8; BODY_MAX];
+    let mut left = unread.min(BODY_MAX);
+    let _ = tokio::time::timeout(READ_WITHIN, async {
+        while left > 0 {
+            match stream.read(&mut sink[..left]).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left -= n,
+            }
+        }
+    })
+    .await;
+}
+
 async fn answer(
     mut stream: TcpStream,
     mut config: watch::Receiver<Option<RuntimeConfig>>,
     last: &LastVerdict,
     tally: &Tally,
+    control: &Control,
 ) {
     let Some(request) = read_head(&mut stream).await else { return };
     let (status, body) = match request {
+        Request::Suspend { bearer, unread } => {
+            drain(&mut stream, unread).await;
+            let known = config.borrow().clone();
+            let answer = control.suspend(bearer.as_deref(), known).await;
+            write_answer(&mut stream, &answer, WRITE_DOCUMENT_WITHIN).await;
+            return;
+        }
         Request::Other => ("404 Not Found", String::new()),
         Request::EgressReport => ("200 OK", serde_json::to_string(&tally.report()).unwrap_or_default()),
         Request::ExportStatus => {
@@ -186,10 +251,17 @@ async fn answer(
             (if verdict.is_ok() { "200 OK" } else { "503 Service Unavailable" }, String::new())
         }
     };
-    let kind = if body.is_empty() { "" } else { "Content-Type: application/json\r\n" };
-    let response =
-        format!("HTTP/1.1 {status}\r\n{kind}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-    let _ = tokio::time::timeout(WRITE_WITHIN, stream.write_all(response.as_bytes())).await;
+    let headers = if body.is_empty() { "" } else { "Content-Type: application/json\r\n" };
+    write_answer(&mut stream, &Answer { status, headers, body: body.into_bytes() }, WRITE_WITHIN).await;
+}
+
+async fn write_answer(stream: &mut TcpStream, answer: &Answer, within: Duration) {
+    let Answer { status, headers, body } = answer;
+    let mut response =
+        format!("HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n", body.len())
+            .into_bytes();
+    response.extend_from_slice(body);
+    let _ = tokio::time::timeout(within, stream.write_all(&response)).await;
     let _ = tokio::time::timeout(WRITE_WITHIN, stream.shutdown()).await;
 }
 
@@ -222,6 +294,10 @@ mod tests {
         answer
     }
 
+    fn no_control() -> Arc<Control> {
+        Arc::new(Control::new("/nonexistent/control-token"))
+    }
+
     const PROBE: &[u8] = b"GET /readyz HTTP/1.1\r\nHost: 10.0.0.5:9321\r\nUser-Agent: kube-probe/1.35\r\n\r\n";
 
     /// A session whose daemon socket `tmp/cli/...-demo.sock` may be bound,
@@ -239,7 +315,7 @@ mod tests {
         let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
         let (_, known) = watch::channel(Some(config));
-        tokio::spawn(serve(listener, known, Arc::default()));
+        tokio::spawn(serve(listener, known, Arc::default(), no_control()));
         addr
     }
 
@@ -251,7 +327,7 @@ mod tests {
         let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
         let (tell, known) = watch::channel(None);
-        tokio::spawn(serve(listener, known, Arc::default()));
+        tokio::spawn(serve(listener, known, Arc::default(), no_control()));
         let started = Instant::now();
         let early = tokio::spawn(ask(addr, PROBE));
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -267,7 +343,7 @@ mod tests {
         let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
         let (_tell, known) = watch::channel(None);
-        tokio::spawn(serve(listener, known, Arc::default()));
+        tokio::spawn(serve(listener, known, Arc::default(), no_control()));
         let answer = ask(addr, PROBE).await;
         assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
     }
@@ -283,6 +359,38 @@ mod tests {
         let answer = ask(addr, PROBE).await;
         assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
         assert!(ask(addr, b"GET /readyz?x=1 HTTP/1.0\r\n\r\n").await.starts_with("HTTP/1.1 200 "));
+    }
+
+    #[test]
+    fn a_suspend_request_carries_its_bearer_and_a_bounded_body_to_read() {
+        let head = b"POST /suspend HTTP/1.1\r\nHost: x\r\nauthorization: Bearer t0k\r\nContent-Length: 7\r\n\r\n{}";
+        assert_eq!(classify(head), Request::Suspend { bearer: Some(b"t0k".to_vec()), unread: 5 });
+        let huge = b"POST /suspend?x HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n";
+        assert_eq!(classify(huge), Request::Suspend { bearer: None, unread: BODY_MAX });
+        assert_eq!(classify(b"GET /suspend HTTP/1.1\r\n\r\n"), Request::Other, "only POST");
+        assert_eq!(classify(b"POST /readyz HTTP/1.1\r\nAuthorization: Bearer x\r\n\r\n"), Request::Other);
+    }
+
+    #[tokio::test]
+    async fn suspend_without_a_token_file_is_404_and_with_a_wrong_token_401() {
+        let tmp = tempfile::tempdir().unwrap();
+        let token = tmp.path().join("control-token");
+        let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (_tell, known) = watch::channel(Some(session(tmp.path())));
+        tokio::spawn(serve(listener, known, Arc::default(), Arc::new(Control::new(&token))));
+        let post = |auth: &str| format!("POST /suspend HTTP/1.1\r\n{auth}Content-Length: 2\r\n\r\n{{}}");
+        let answer = ask(addr, post("Authorization: Bearer right\r\n").as_bytes()).await;
+        assert!(answer.starts_with("HTTP/1.1 404 "), "{answer}");
+        std::fs::write(&token, b"right\n").unwrap();
+        for auth in ["", "Authorization: Bearer wrong\r\n", "Authorization: Basic right\r\n"] {
+            let answer = ask(addr, post(auth).as_bytes()).await;
+            assert!(answer.starts_with("HTTP/1.1 401 ") && answer.ends_with("\r\n\r\n"), "{answer}");
+        }
+        // The right token and no daemon: the step is named, nothing else.
+        let answer = ask(addr, post("Authorization: Bearer right\r\n").as_bytes()).await;
+        assert!(answer.starts_with("HTTP/1.1 503 ") && answer.contains("Cache-Control: no-store"), "{answer}");
+        assert!(answer.ends_with(r#"{"error":"the capture failed","step":"find-daemon"}"#), "{answer}");
     }
 
     #[tokio::test]
@@ -368,7 +476,7 @@ mod tests {
         let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
         let (_tell, known) = watch::channel(None);
-        tokio::spawn(serve(listener, known, Arc::default()));
+        tokio::spawn(serve(listener, known, Arc::default(), no_control()));
         let answer = ask(addr, b"GET /egress HTTP/1.1\r\nHost: x\r\n\r\n").await;
         assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
         assert!(answer.contains("Content-Type: application/json\r\n"), "{answer}");

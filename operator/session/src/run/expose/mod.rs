@@ -7,6 +7,7 @@
 //! asks of the viewer port is re-exported here.
 
 pub(crate) mod cdp;
+pub(crate) mod control;
 pub(crate) mod dashboard;
 pub mod egress_proxy;
 pub(crate) mod health;

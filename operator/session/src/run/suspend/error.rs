@@ -77,3 +77,20 @@ pub enum SuspendError {
     #[error(transparent)]
     Document(#[from] playpen_api::suspend::ParseError),
 }
+
+impl SuspendError {
+    /// The step that failed, as `POST /suspend` names it to the operator:
+    /// a fixed word, never a path, a message or a value.
+    pub fn step(&self) -> &'static str {
+        match self {
+            Self::NotOpen { .. } | Self::Version(_) | Self::NoSocket(_) => "find-daemon",
+            Self::Socket { command, .. }
+            | Self::TimedOut { command, .. }
+            | Self::Daemon { command, .. }
+            | Self::Protocol { command, .. } => command,
+            Self::File { .. } => "private-file",
+            Self::StorageShape(_) => "state-save",
+            Self::Document(_) => "document",
+        }
+    }
+}

@@ -7,8 +7,11 @@
 //! socket ([`daemon`]), as the fast path does: two requests each way
 //! (plus a `tab-select`), no Node client. [`capture`] and [`reopen`] are
 //! the two halves; [`scripts`] builds the code they run; [`private`] holds
-//! the storage state in transit. Nothing here logs a cookie or a value.
+//! the storage state in transit; [`at_start`] reopens a resumed session's
+//! mounted document once its browser runs. Nothing here logs a cookie or a
+//! value.
 
+pub mod at_start;
 mod capture;
 mod daemon;
 mod error;
