@@ -183,7 +183,7 @@ async fn in_a_burst_the_pods_come_first_and_every_first_status_follows() -> anyh
     // again (the same PATCH path; creates all share their collection's
     // path) is most likely a re-apply the applied cache sent because its watch had not
     // shown the first write within `TRUST_UNSEEN` (seen on a loaded CI
-    // machine: 5 of 961): harmless, but rare.
+    // machine): harmless, but rare.
     let objects = operator.len() - statuses;
     let mut applies: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for write in operator.iter().filter(|w| w.starts_with("PATCH ") && !w.ends_with("/status")) {
