@@ -28,6 +28,7 @@
 set -euo pipefail
 # shellcheck source=tests/bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/resume-script.sh"
 RUNS="${RUNS:-3}"
 TABS="${TABS:-3}"
 COOKIES="${COOKIES:-50}"
@@ -171,19 +172,7 @@ run_one() {
 
   log "run $r: resume in two CLI requests (state-load, run-code)"
   start_session b
-  { printf 'async page => {\n  const tabs = ['; paste -sd, "$WORK/tabs.jsonl"; printf '];\n'
-    cat <<'JS'
-  const ctx = page.context();
-  const pages = [page];
-  for (let i = 1; i < tabs.length; i++) pages.push(await ctx.newPage());
-  await Promise.all(tabs.map(async (t, i) => {
-    await pages[i].goto(t.url);
-    await pages[i].evaluate(s => { for (const [id, v] of s.forms) { const e = document.getElementById(id); if (e) e.value = v } scrollTo(0, s.scrollY) }, t);
-  }));
-  return pages.length;
-}
-JS
-  } >"$WORK/resume.js"
+  resume_script "$WORK/tabs.jsonl" >"$WORK/resume.js"
   t0=$(now_us)
   cli b state-load "$WORK/cli-state.json" >/dev/null
   cli b run-code --filename "$WORK/resume.js" >/dev/null

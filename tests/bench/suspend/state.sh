@@ -26,6 +26,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "${here}/resume-script.sh"
 repo="$(cd "$here/../../.." && pwd)"
 IMAGE="${IMAGE:-playpen/browser:dev}"
 RUNS="${RUNS:-3}"
@@ -162,19 +163,7 @@ run_one() {
   local dst2="pp-suspend-state-one-$r"
   warm "$dst2" > /dev/null
   put "$dst2" "$WORK/state.json" /tmp/state.json
-  { printf 'async page => {\n  const tabs = ['; paste -sd, "$WORK/tabs.jsonl"; printf '];\n'
-    cat <<'JS'
-  const ctx = page.context();
-  const pages = [page];
-  for (let i = 1; i < tabs.length; i++) pages.push(await ctx.newPage());
-  await Promise.all(tabs.map(async (t, i) => {
-    await pages[i].goto(t.url);
-    await pages[i].evaluate(s => { for (const [id, v] of s.forms) { const e = document.getElementById(id); if (e) e.value = v } scrollTo(0, s.scrollY) }, t);
-  }));
-  return pages.length;
-}
-JS
-  } > "$WORK/resume.js"
+  resume_script "$WORK/tabs.jsonl" > "$WORK/resume.js"
   put "$dst2" "$WORK/resume.js" /tmp/resume.js
   t0=$(now_ms)
   cli "$dst2" state-load /tmp/state.json > /dev/null
