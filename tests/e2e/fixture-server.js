@@ -25,11 +25,20 @@ button { position: fixed; inset: 0; width: 100%; height: 100%; opacity: 0; }
 </style></head><body>
 <button onclick="document.body.style.background = 'rgb(0, 170, 255)'; document.body.dataset.clicked = 'yes';">Change colour</button>
 </body></html>`;
+// `/form`: a field and a counter in the page's JavaScript memory (what a
+// suspend on the State path keeps, and what it loses).
+const formPage = `<!doctype html><html><head><title>Form fixture</title></head><body>
+<label>Note <input id="note" name="note"></label>
+<script>window.counter = 0; setInterval(() => { window.counter += 1; }, 1000);</script>
+</body></html>`;
 http.createServer((req, res) => {
   console.log(`${req.method} ${req.url} from ${req.socket.remoteAddress}`);
   if (req.method === 'GET' && req.url === '/') {
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end(page);
+  } else if (req.method === 'GET' && req.url === '/form') {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(formPage);
   } else if (req.method === 'GET' && req.url === '/colour') {
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end(colourPage);

@@ -19,6 +19,7 @@ mod recording;
 mod recordings_export;
 mod session;
 mod setup;
+mod suspend;
 mod viewer;
 
 use anyhow::Context as _;
@@ -29,7 +30,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     let client = client().await?;
     let installed = setup::install(&client).await.context("step 1: helm install of the chart")?;
     let (b, system) = (installed.team_b.name.as_str(), installed.system.name.as_str());
-    let (main, isolation, hostile, viewer, cdp, plugin, recorded, pooled, kept, hosts, exported) = tokio::join!(
+    let (main, isolation, hostile, viewer, cdp, plugin, recorded, pooled, kept, hosts, exported, parked) = tokio::join!(
         session::drive_view_recover_delete(&client, &installed),
         session::isolation_and_disabled(&client, &installed),
         hostile::non_ascii_executable_is_reported_not_fatal(&client, b, system),
@@ -41,6 +42,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
         pool::a_claimed_session_keeps_its_settings(&client, &installed),
         egress_hosts::a_page_reaches_allowed_hosts_only(&client, &installed),
         recordings_export::segments_leave_the_pod_and_a_kill_is_marked(&client, &installed),
+        suspend::a_session_parks_and_comes_back(&client, &installed),
     );
     let survived = hostile::operator_never_restarted(&client, system).await;
     let uninstalled = setup::uninstall(&client, &installed).await;
@@ -55,6 +57,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     kept.context("a claimed session's own settings, whatever becomes of its pool")?;
     hosts.context("egress by host name through the in-Pod proxy")?;
     exported.context("recordings exported to the object store while the session runs")?;
+    parked.context("a session suspended and resumed on the State path")?;
     survived.context("the operator across the whole suite")?;
     uninstalled
 }

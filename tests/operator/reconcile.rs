@@ -360,7 +360,12 @@ async fn missing_secret_is_a_condition_not_a_crash_loop() -> anyhow::Result<()> 
     let pod = eventually(WAIT, || async { Ok(pods.get("demo-browser").await?) }).await?;
     let vols = pod.spec.and_then(|s| s.volumes).context("volumes")?;
     let launch = vols.iter().find(|v| v.name == "launch-config").context("launch-config volume")?;
-    assert_eq!(launch.secret.as_ref().and_then(|s| s.secret_name.as_deref()), Some("my-config"));
+    // Projected: the launch Secret first, then the optional control token.
+    let sources = launch.projected.as_ref().and_then(|p| p.sources.clone()).unwrap_or_default();
+    let projected: Vec<_> =
+        sources.iter().filter_map(|s| s.secret.as_ref()).map(|s| (s.name.as_str(), s.optional)).collect();
+    assert_eq!(projected[0], ("my-config", Some(false)));
+    assert!(projected[1].0.ends_with("-control") && projected[1].1 == Some(true), "{projected:?}");
     assert!(Api::<Secret>::namespaced(client.clone(), n).get_opt("demo-launch").await?.is_none());
     let mine = secrets.get("my-config").await?;
     assert!(mine.metadata.owner_references.is_none(), "the user's Secret is not adopted");

@@ -38,6 +38,11 @@ pub const PROFILE_DIR: &str = "/var/lib/playpen/profile";
 pub const AUTH_STATE_DIR: &str = "/etc/playpen/auth";
 /// File name of the auth state inside [`AUTH_STATE_DIR`].
 pub const AUTH_STATE_FILE: &str = "state.json";
+/// A resuming session's saved state (its `<session>-suspended` Secret),
+/// mounted read-only; `runtime.json`'s `resumeStateFile` names the file.
+pub const RESUME_STATE_DIR: &str = "/etc/playpen/resume";
+/// Key of the saved state in that Secret, and its file name in [`RESUME_STATE_DIR`].
+pub const RESUME_STATE_FILE: &str = "state.json";
 /// The keys of a recording-export credentials Secret (the files of its
 /// mounted directory): the S3 access key ID and secret access key, and an
 /// optional session token for temporary credentials. The user writes the

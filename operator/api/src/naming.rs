@@ -78,6 +78,11 @@ pub struct ChildNames {
     pub network_policy: String,
     /// The snapshot PersistentVolumeClaim, when one is templated.
     pub snapshot_claim: String,
+    /// The bearer token the operator's suspend request carries, created
+    /// once (never rotated by a reconcile) and mounted beside the launch config.
+    pub control_secret: String,
+    /// A suspended session's saved state, until its resume is Ready.
+    pub suspended_state: String,
 }
 
 impl ChildNames {
@@ -90,6 +95,8 @@ impl ChildNames {
             viewer_service: format!("{name}-view"),
             network_policy: format!("{name}-isolate"),
             snapshot_claim: format!("{name}-snapshots"),
+            control_secret: format!("{name}-control"),
+            suspended_state: format!("{name}-suspended"),
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::room::Room;
 use crate::runtime::leader::Fence;
 use crate::runtime::metrics::{Metrics, TrackedLabels};
 use crate::runtime::{Reconciled, Shared};
+use crate::suspend::SuspendBook;
 
 /// Shared state of the session reconciler: what every controller has
 /// ([`Shared`], reached through `Deref`) and the session's own records.
@@ -37,6 +38,8 @@ pub struct Context {
     pub(crate) room: Arc<Room>,
     /// What the sessions' exporters last reported, and their wake-ups.
     pub(crate) exports: ExportBook,
+    /// What the suspend captures found ([`crate::suspend`]).
+    pub(crate) suspends: SuspendBook,
 }
 
 impl std::fmt::Debug for Context {
@@ -65,6 +68,7 @@ impl Context {
             burst: Burst::default(),
             room: Arc::default(),
             exports: ExportBook::default(),
+            suspends: SuspendBook::default(),
         }
     }
 
@@ -82,6 +86,7 @@ impl Context {
         self.failures.retain(|uid| uids.contains(uid));
         self.baselines.retain(|ns| namespaces.contains(ns));
         self.exports.retain(uids);
+        self.suspends.retain(uids);
     }
 
     /// Sets the `tracked_objects` gauges.
@@ -92,6 +97,7 @@ impl Context {
             ("failing", self.failures.len()),
             ("baselines", self.baselines.len()),
             ("export_reports", self.exports.len()),
+            ("suspend_captures", self.suspends.len()),
         ];
         for (record, n) in sizes {
             let gauge = self.metrics.tracked.get_or_create(&TrackedLabels { record: record.to_owned() });

@@ -43,6 +43,7 @@ pub mod runtime;
 pub mod runtime_reads;
 pub mod session;
 pub mod status;
+pub mod suspend;
 pub mod telemetry;
 pub mod validate;
 

@@ -43,6 +43,15 @@ pub enum FetchError {
     /// An answer that is not what was asked for.
     #[error("bad answer: {0}")]
     BadAnswer(String),
+    /// An answer with another status than 200 or 404: its status line and
+    /// the start of its body (the runtime's JSON error, if it sent one).
+    #[error("answered {line:?}: {body}")]
+    Status {
+        /// The status line.
+        line: String,
+        /// At most 256 bytes of the body.
+        body: String,
+    },
 }
 
 /// A session a watch reads: its object, and where its runtime answers.
@@ -105,13 +114,25 @@ async fn json<T: DeserializeOwned>(
     max_bytes: usize,
     within: Duration,
 ) -> Result<T, FetchError> {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let body = exchange(addr, request.as_bytes(), max_bytes, within).await?;
+    serde_json::from_slice(&body).map_err(|e| FetchError::BadAnswer(format!("not the expected JSON: {e}")))
+}
+
+/// Sends `request` to `addr` and returns the body of a 200 answer of at
+/// most `max_bytes`, within `within`.
+pub(crate) async fn exchange(
+    addr: SocketAddr,
+    request: &[u8],
+    max_bytes: usize,
+    within: Duration,
+) -> Result<Vec<u8>, FetchError> {
     let exchange = async {
         let mut stream = tokio::time::timeout(CONNECT_WITHIN, TcpStream::connect(addr))
             .await
             .map_err(|_| FetchError::Unreachable(format!("no connection to {addr} within {CONNECT_WITHIN:?}")))?
             .map_err(|e| FetchError::Unreachable(format!("{addr}: {e}")))?;
-        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.map_err(|e| FetchError::Unreachable(e.to_string()))?;
+        stream.write_all(request).await.map_err(|e| FetchError::Unreachable(e.to_string()))?;
         let mut answer = Vec::new();
         let limit = u64::try_from(max_bytes + HEAD_ROOM).unwrap_or(u64::MAX);
         (&mut stream)
@@ -122,28 +143,35 @@ async fn json<T: DeserializeOwned>(
         if answer.len() as u64 > limit {
             return Err(FetchError::BadAnswer(format!("more than {limit} bytes")));
         }
-        parse(&answer)
+        body_of(answer)
     };
     tokio::time::timeout(within, exchange)
         .await
         .map_err(|_| FetchError::Unreachable(format!("no answer from {addr} within {within:?}")))?
 }
 
-/// The JSON body of an HTTP answer.
-fn parse<T: DeserializeOwned>(answer: &[u8]) -> Result<T, FetchError> {
+/// The body of a 200 answer; any other status is an error naming it.
+fn body_of(mut answer: Vec<u8>) -> Result<Vec<u8>, FetchError> {
     let end = answer
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .ok_or_else(|| FetchError::BadAnswer("no end of the head".into()))?;
     let status = answer.split(|b| *b == b'\r').next().unwrap_or_default();
-    if status.starts_with(b"HTTP/1.1 404 ") || status.starts_with(b"HTTP/1.0 404 ") {
-        return Err(FetchError::NotFound);
+    let code = status.strip_prefix(b"HTTP/1.1 ").or_else(|| status.strip_prefix(b"HTTP/1.0 ")).unwrap_or_default();
+    match code.get(..4) {
+        Some(b"200 ") => Ok(answer.split_off(end + 4)),
+        Some(b"404 ") => Err(FetchError::NotFound),
+        _ => {
+            let line = String::from_utf8_lossy(&status[..status.len().min(64)]).into_owned();
+            // The Pod wrote it: control characters go before it reaches a log or a status.
+            let body = String::from_utf8_lossy(&answer[end + 4..(end + 4 + 256).min(answer.len())])
+                .chars()
+                .filter(|c| !c.is_control())
+                .collect();
+            let line = line.chars().filter(|c| !c.is_control()).collect();
+            Err(FetchError::Status { line, body })
+        }
     }
-    if !status.starts_with(b"HTTP/1.1 200 ") && !status.starts_with(b"HTTP/1.0 200 ") {
-        let line = String::from_utf8_lossy(&status[..status.len().min(64)]).into_owned();
-        return Err(FetchError::BadAnswer(format!("status {line:?}")));
-    }
-    serde_json::from_slice(&answer[end + 4..]).map_err(|e| FetchError::BadAnswer(format!("not the expected JSON: {e}")))
 }
 
 #[cfg(test)]
@@ -187,7 +215,7 @@ mod tests {
         let missing = report_at(serving(b"HTTP/1.1 404 Not Found\r\n\r\n".to_vec(), Duration::ZERO).await).await;
         assert!(matches!(missing, Err(FetchError::NotFound)), "{missing:?}");
         let not_ok = report_at(serving(b"HTTP/1.1 500 Oops\r\n\r\n".to_vec(), Duration::ZERO).await).await;
-        assert!(matches!(not_ok, Err(FetchError::BadAnswer(ref m)) if m.contains("500")), "{not_ok:?}");
+        assert!(matches!(not_ok, Err(FetchError::Status { ref line, .. }) if line.contains("500")), "{not_ok:?}");
         let garbage = report_at(serving(ok("[1,2"), Duration::ZERO).await).await;
         assert!(matches!(garbage, Err(FetchError::BadAnswer(_))), "{garbage:?}");
         let huge = ok(&format!("{{\"rules\":[],\"x\":\"{}\"}}", "a".repeat(MAX_REPORT_BYTES + 10_000)));

@@ -113,6 +113,12 @@ pub struct BrowserSessionSpec {
     /// condition says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolRef>,
+
+    /// Park the session: `true` saves its pages (storage state, open tabs,
+    /// scroll positions, form values) into a Secret and frees its Pod;
+    /// `false` again starts a browser with them back (docs/suspend-resume.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suspended: bool,
 }
 
 /// Where a session's browser is defined: its own spec, or a BrowserPool's

@@ -1,6 +1,6 @@
 //! `BrowserSession.status`: what happened and how to connect.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +50,42 @@ pub struct BrowserSessionStatus {
     /// Where the browser came from, for a session with `spec.pool`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolClaimStatus>,
+    /// The session's last suspend and resume (`spec.suspended`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<SuspendStatus>,
+}
+
+/// A session's last suspend and resume.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SuspendStatus {
+    /// How the pages were kept: `State` (storage state and tabs, reopened
+    /// on resume) or `Empty` (the browser was not Ready: nothing was kept).
+    pub path: String,
+    /// Why that path: a sentence.
+    pub reason: String,
+    /// The Secret holding the saved state while it waits for a resume
+    /// (deleted once the resumed browser is Ready).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_secret: Option<String>,
+    /// When the Pod was freed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_at: Option<Time>,
+    /// Size of the saved state document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<i64>,
+    /// Tabs saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tabs: Option<i32>,
+    /// From asking the runtime for the state to the Secret holding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend_millis: Option<i64>,
+    /// When `spec.suspended` was last seen false with a state to resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_requested_at: Option<MicroTime>,
+    /// From that moment to the resumed browser Ready with its tabs back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_resume_millis: Option<i64>,
 }
 
 /// How a session with `spec.pool` got its browser.
@@ -102,12 +138,27 @@ pub enum Phase {
     Failed,
     /// The session finished (idle timeout, maximum lifetime, or the Pod ended).
     Completed,
+    /// `spec.suspended` is true: its state is being saved.
+    Suspending,
+    /// Its state is saved and its Pod is gone.
+    Suspended,
+    /// `spec.suspended` went back to false: a browser starts with the saved state.
+    Resuming,
 }
 
 impl Phase {
     /// Every phase, in lifecycle order.
-    pub const ALL: [Self; 6] =
-        [Self::Pending, Self::Starting, Self::Ready, Self::Degraded, Self::Failed, Self::Completed];
+    pub const ALL: [Self; 9] = [
+        Self::Pending,
+        Self::Starting,
+        Self::Ready,
+        Self::Degraded,
+        Self::Failed,
+        Self::Completed,
+        Self::Suspending,
+        Self::Suspended,
+        Self::Resuming,
+    ];
 
     /// The serialized spelling.
     pub fn as_str(self) -> &'static str {
@@ -118,6 +169,9 @@ impl Phase {
             Self::Degraded => "Degraded",
             Self::Failed => "Failed",
             Self::Completed => "Completed",
+            Self::Suspending => "Suspending",
+            Self::Suspended => "Suspended",
+            Self::Resuming => "Resuming",
         }
     }
 }
@@ -215,6 +269,11 @@ pub mod condition {
     /// For a session with `spec.pool`: True when its browser is a warm Pod
     /// claimed from the pool; False (with the reason) when it started cold.
     pub const POOL_CLAIMED: &str = "PoolClaimed";
+    /// For a session with `spec.suspended` (or resuming from it): True once
+    /// its state is saved and its Pod freed; False while it is being saved
+    /// (`Suspending`), when saving failed (`SuspendFailed`, retried) or
+    /// while a resumed browser reopens the saved tabs (`Resuming`).
+    pub const SUSPENDED: &str = "Suspended";
     /// For a session with `spec.recording.export`: True while its exporter
     /// uploads; False with the store's answer when uploads fail (recording
     /// continues on the volume and the uploads are retried), or before the

@@ -166,9 +166,9 @@ fn dns_rule(dns: &DnsPeer) -> NetworkPolicyEgressRule {
 }
 
 /// What the browser may reach, in one line for the EgressPolicy condition.
-pub fn egress_summary(egress: &Egress, exporting: bool, defaults: &EgressDefaults) -> String {
+pub fn egress_summary(egress: &Egress, operator_reads: bool, defaults: &EgressDefaults) -> String {
     let ingress = match &defaults.report_reader {
-        Some(reader) if report_reader_rule(egress, exporting, defaults).is_some() => {
+        Some(reader) if report_reader_rule(egress, operator_reads, defaults).is_some() => {
             format!("ingress only from the operator (namespace {}) to port {READINESS_PORT}", reader.namespace)
         }
         _ => "ingress denied".to_owned(),
@@ -214,8 +214,7 @@ pub fn network_policy(
     // `None`, not an empty list, for "no rule": the API server drops empty
     // lists, which would make every apply a change and a watch event.
     let egress = egress_rules(&bs.spec.network.egress, defaults)?;
-    let exporting = bs.spec.recording.export.is_some();
-    let ingress = report_reader_rule(&bs.spec.network.egress, exporting, defaults).map(|rule| vec![rule]);
+    let ingress = report_reader_rule(&bs.spec.network.egress, operator_reads(bs), defaults).map(|rule| vec![rule]);
     Ok(NetworkPolicy {
         metadata: child_meta(id, &id.names.network_policy, "network-policy"),
         spec: Some(NetworkPolicySpec {
@@ -249,15 +248,27 @@ pub fn outlive_pod(policy: &mut NetworkPolicy, pod_name: &str, pod_uid: &str) {
     });
 }
 
+/// Whether the operator reads more than the egress report from the
+/// session's runtime: its exporter's status (recordings exported) or its
+/// state (`spec.suspended`: the suspend request).
+pub fn operator_reads(bs: &BrowserSession) -> bool {
+    bs.spec.recording.export.is_some() || bs.spec.suspended
+}
+
 /// The one ingress a session's Pod admits: the operator's Pods to the
 /// runtime's readiness port, where it reads the egress report
-/// ([`playpen_api::layout::EGRESS_REPORT_PATH`]) and the exporter's status
-/// ([`playpen_api::layout::EXPORT_STATUS_PATH`]) — only while host rules
-/// apply or recordings are `exporting` (without either there is nothing to
-/// read) and the operator runs in the cluster.
-fn report_reader_rule(egress: &Egress, exporting: bool, defaults: &EgressDefaults) -> Option<NetworkPolicyIngressRule> {
+/// ([`playpen_api::layout::EGRESS_REPORT_PATH`]), the exporter's status
+/// ([`playpen_api::layout::EXPORT_STATUS_PATH`]) and a suspended session's
+/// state ([`playpen_api::layout::SUSPEND_PATH`]) — only while host rules
+/// apply or [`operator_reads`] (without either there is nothing to read)
+/// and the operator runs in the cluster.
+fn report_reader_rule(
+    egress: &Egress,
+    operator_reads: bool,
+    defaults: &EgressDefaults,
+) -> Option<NetworkPolicyIngressRule> {
     let reader = defaults.report_reader.as_ref()?;
-    if !exporting {
+    if !operator_reads {
         super::egress_hosts::egress_hosts_config(egress, defaults)?;
     }
     Some(NetworkPolicyIngressRule {

@@ -162,7 +162,7 @@ fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>
         empty_dir("tmp", None, None),
         empty_dir("dshm", Some("Memory"), Some(shm)),
         // 0440: the runtime reads it through its group; nothing else needs to.
-        secret_volume("launch-config", launch_secret, None, 0o440),
+        super::suspend::launch_config_volume("launch-config", launch_secret, id, 0o440),
         Volume {
             name: "runtime-config".into(),
             config_map: Some(ConfigMapVolumeSource {
@@ -204,6 +204,10 @@ fn volumes(bs: &BrowserSession, id: &Identity) -> (Vec<Volume>, Vec<VolumeMount>
         let items = vec![KeyToPath { key, path: AUTH_STATE_FILE.into(), mode: Some(0o440) }];
         vols.push(secret_volume("auth-state", &auth.secret_ref.name, Some(items), 0o440));
         browser.push(mount("auth-state", AUTH_STATE_DIR, true));
+    }
+    if let Some((volume, mount)) = super::suspend::resume_volume(bs, 0o440) {
+        vols.push(volume);
+        browser.push(mount);
     }
     if let Some(profile) = &spec.profile {
         vols.push(claim("profile", &profile.claim_name));

@@ -57,8 +57,7 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity, egress: &EgressDefault
         max_lifetime_seconds: spec.max_lifetime_seconds,
         session_started_at: bs.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
         auth_state_file: spec.auth_state.as_ref().map(|_| format!("{AUTH_STATE_DIR}/{AUTH_STATE_FILE}")),
-        // Set by the resume path once the operator builds it (docs/suspend-resume.md).
-        resume_state_file: None,
+        resume_state_file: super::suspend::resume_state_file(bs),
         record_video: spec.recording.video,
         record_trace: spec.recording.trace,
         video_segment_seconds: video_segment_seconds(bs),

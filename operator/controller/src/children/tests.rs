@@ -195,7 +195,12 @@ fn user_secret_is_mounted_and_nothing_is_generated() {
     assert!(c.launch_secret.is_none());
     let vols = c.pod.spec.as_ref().and_then(|s| s.volumes.clone()).expect("vols");
     let launch = vols.iter().find(|v| v.name == "launch-config").expect("launch vol");
-    assert_eq!(launch.secret.as_ref().and_then(|s| s.secret_name.as_deref()), Some("mine"));
+    // Projected: the launch Secret first, then the optional control token.
+    let sources = launch.projected.as_ref().and_then(|p| p.sources.clone()).unwrap_or_default();
+    let secrets: Vec<_> =
+        sources.iter().filter_map(|s| s.secret.as_ref()).map(|s| (s.name.as_str(), s.optional)).collect();
+    assert_eq!(secrets[0], ("mine", Some(false)));
+    assert!(secrets[1].0.ends_with("-control") && secrets[1].1 == Some(true), "{secrets:?}");
     assert_eq!(env_of(browser(&c.pod))["PLAYWRIGHT_MCP_CONFIG"], "/etc/playpen/launch/pw.json");
 }
 

@@ -5,6 +5,7 @@ pub mod plan;
 mod read;
 mod reconcile;
 mod report;
+mod suspend;
 
 #[cfg(test)]
 mod mock_tests;

@@ -18,6 +18,7 @@ use tracing::{instrument, warn};
 use super::plan::{self, Arrival, Facts, Gate, Plan, Settle};
 use super::read::{PoolAnswer, Read};
 use super::report;
+use super::suspend;
 use crate::apply::{self, PodState, Target};
 use crate::burst;
 use crate::cache::{self, Caches};
@@ -29,6 +30,7 @@ use crate::own_writes::{self, Key};
 use crate::recovery::{self, Recovery};
 use crate::room;
 use crate::status::{self, Observed, Refused};
+use crate::suspend::Step;
 use crate::validate::{self, MissingReference};
 
 /// One reconcile of one BrowserSession.
@@ -45,6 +47,10 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let bs = children::cluster_defaults::with_cluster_defaults(bs, &ctx.settings);
     let own = Identity::of(&bs)?;
     let target = Target { client: &ctx.client, fence: &ctx.fence, namespace: &own.namespace, cache: &caches };
+    let stage = suspend::stage(&ctx, &caches, &bs, &own);
+    if let Step::Park(parking) = stage.step {
+        return suspend::park(&ctx, &bs, &own, target, &stage, parking, now).await;
+    }
     let (read, built) = dereference(&ctx, target, &bs, &own, now).await?;
     let plan = plan::plan(&read.facts);
     let Some(Built { mut missing, children }) = built else {
@@ -53,6 +59,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let (session, id) = read.session(&bs, &own);
     // apply: what the status reads first (a claim's delivery, the children)
     let (placed, refusal) = apply_first(target, plan, &read, (session, id), &children, &mut missing).await?;
+    suspend::start_capture(&ctx, &bs, &own, &stage);
     let pod = placed.pod(&children.pod);
     let done = bs.status.as_ref().and_then(|s| s.pod_replacements.as_ref());
     let recovery = recovery::decide(pod, done, ctx.recovery, now);
@@ -63,16 +70,13 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     // report, beside what the status names (a Pod to create, a claim to settle)
     let export = ctx.exports.get(&crate::context::key(&bs));
     let status_of = |pod, refused| {
-        report::status(
-            &ctx,
-            &bs,
-            &read,
-            (session, id),
-            Observed { missing: &missing, pod, recovery: &recovery, refused, export: export.as_ref() },
-            now,
-        )
+        let observed = Observed { missing: &missing, pod, recovery: &recovery, refused, export: export.as_ref() };
+        let mut new = report::status(&ctx, &bs, &read, (session, id), observed, now);
+        suspend::shape(&ctx, &bs, &own, &stage, &mut new, now);
+        new
     };
     let new = status_of(pod, refusal.as_ref().map(|(refused, _)| refused));
+    suspend::finish_resume(&ctx, &own, &stage, &new).await?;
     let defer = matches!(plan, Plan::CreateAtOnce { defer_status: true });
     let written = report::write_with_events(&ctx, &bs, id, &new, defer);
     let (written, placed) = futures::join!(written, place_beside(target, plan, &placed, session, id, &children));
@@ -89,7 +93,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         return Err(error);
     }
     report::finish(&ctx, &bs, &read.pool, defer, now).await;
-    Ok(next_look(&recovery, new.phase, !missing.is_empty(), now, defer))
+    Ok(suspend::next_look(&stage, next_look(&recovery, new.phase, !missing.is_empty(), now, defer)))
 }
 
 /// What a reconcile knows before it reads anything.

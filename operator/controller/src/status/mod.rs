@@ -15,7 +15,7 @@ use playpen_api::v1alpha1::{
 };
 use playpen_api::BrowserSession;
 
-use crate::children::{egress_summary, EgressDefaults, Identity};
+use crate::children::{egress_summary, operator_reads, EgressDefaults, Identity};
 pub use crate::error::Refused;
 use crate::recovery::{self, Recovery};
 use crate::validate::MissingReference;
@@ -39,7 +39,7 @@ pub struct Observed<'a> {
 pub const CHILD_REFUSED: &str = "ChildRefused";
 
 /// A condition before timestamps are settled.
-struct Cond {
+pub(crate) struct Cond {
     type_: &'static str,
     ok: bool,
     reason: String,
@@ -47,7 +47,7 @@ struct Cond {
 }
 
 impl Cond {
-    fn new(type_: &'static str, ok: bool, reason: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(type_: &'static str, ok: bool, reason: impl Into<String>, message: impl Into<String>) -> Self {
         Self { type_, ok, reason: reason.into(), message: message.into() }
     }
 }
@@ -377,7 +377,7 @@ pub fn compute(
         condition::EGRESS_POLICY,
         true,
         mode.as_str(),
-        egress_summary(&spec.network.egress, spec.recording.export.is_some(), egress),
+        egress_summary(&spec.network.egress, operator_reads(bs), egress),
     );
     let ready_ok = resolved.ok && applied.ok && browser.ok && (viewer.ok || !spec.browser.viewer.enabled);
     let ready = if ready_ok {
@@ -431,6 +431,8 @@ pub fn compute(
         restarts: observed.pod.and_then(browser_container).map(|c| c.restart_count),
         pod_replacements: replacements,
         pool: None,
+        // What the suspend stage ([`crate::suspend`]) makes of it.
+        suspend: bs.status.as_ref().and_then(|s| s.suspend.clone()),
     }
 }
 
@@ -442,7 +444,7 @@ const UNREADABLE_REASON: &str = "Unspecified";
 /// Every condition leaves through here, so this is where text from outside
 /// is made acceptable to the API server: a refused status patch would leave
 /// the session without a status for good.
-fn settle(c: Cond, previous: &[Condition], generation: Option<i64>, now: Timestamp) -> Condition {
+pub(crate) fn settle(c: Cond, previous: &[Condition], generation: Option<i64>, now: Timestamp) -> Condition {
     let status = if c.ok { "True" } else { "False" };
     let last = previous
         .iter()
@@ -461,6 +463,7 @@ fn settle(c: Cond, previous: &[Condition], generation: Option<i64>, now: Timesta
 
 pub mod export;
 pub mod pool;
+pub mod suspend;
 
 #[cfg(test)]
 mod properties;

@@ -1,0 +1,234 @@
+//! What `spec.suspended` makes of a session's status (pure): the phases
+//! `Suspending`, `Suspended` and `Resuming`, the `Suspended` condition and
+//! `status.suspend`, on top of what [`super::compute`] made of the browser.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
+use k8s_openapi::jiff::Timestamp;
+use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase, SuspendStatus};
+
+use super::{settle, Cond};
+use crate::suspend::{Failure, Parking, Step};
+
+/// `status.suspend.path` of a state saved and reopened.
+pub const STATE_PATH: &str = "State";
+/// `status.suspend.path` when nothing could be saved.
+pub const EMPTY_PATH: &str = "Empty";
+/// Reason of `Suspended=False` while a capture runs.
+pub const SUSPENDING: &str = "Suspending";
+/// Reason of `Suspended=False` after a failed capture.
+pub const SUSPEND_FAILED: &str = "SuspendFailed";
+/// Reason of `Suspended=False` while a resumed browser reopens its tabs.
+pub const RESUMING: &str = "Resuming";
+/// Reason of `Suspended=False` once it has.
+pub const RESUMED: &str = "Resumed";
+
+/// The status of a parked session: no Pod, phase `Suspended`, what was kept.
+pub fn parked(
+    new: &mut BrowserSessionStatus,
+    parking: Parking,
+    state_secret: &str,
+    stored: &[Condition],
+    now: Timestamp,
+) {
+    let before = new.suspend.take();
+    let suspend = match parking {
+        Parking::Saved(saved) => SuspendStatus {
+            path: STATE_PATH.into(),
+            reason: format!(
+                "the browser was Ready: its storage state and {} tab(s) were saved; resume reopens them",
+                saved.tabs
+            ),
+            state_secret: Some(state_secret.to_owned()),
+            suspended_at: Some(Time(now)),
+            bytes: Some(saved.bytes),
+            tabs: Some(saved.tabs),
+            suspend_millis: Some(saved.millis),
+            resume_requested_at: None,
+            last_resume_millis: before.and_then(|b| b.last_resume_millis),
+        },
+        Parking::Empty => SuspendStatus {
+            path: EMPTY_PATH.into(),
+            reason: "the browser was not Ready: nothing was saved; resume starts a fresh browser".into(),
+            suspended_at: Some(Time(now)),
+            last_resume_millis: before.and_then(|b| b.last_resume_millis),
+            ..SuspendStatus::default()
+        },
+        Parking::AsBefore => {
+            let mut kept = before.unwrap_or_else(|| SuspendStatus {
+                path: EMPTY_PATH.into(),
+                reason: "nothing was saved".into(),
+                ..SuspendStatus::default()
+            });
+            kept.resume_requested_at = None;
+            kept.suspended_at.get_or_insert(Time(now));
+            kept
+        }
+    };
+    let message = match &suspend.state_secret {
+        Some(secret) => format!("the browser Pod was freed; its state is in Secret {secret}"),
+        None => "the browser Pod was freed; nothing was saved".to_owned(),
+    };
+    new.phase = Some(Phase::Suspended);
+    new.pod_name = None;
+    new.restarts = None;
+    new.suspend = Some(suspend);
+    let said = |type_| Cond::new(type_, false, "Suspended", "spec.suspended is true: set it to false to resume");
+    let viewer = Cond::new(condition::VIEWER_READY, false, "Suspended", "the viewer starts with the browser");
+    let conditions = [said(condition::READY), said(condition::POD_SCHEDULED), said(condition::BROWSER_READY), viewer];
+    for c in conditions.into_iter().chain([Cond::new(condition::SUSPENDED, true, "Suspended", message)]) {
+        replace(new, c, stored, now);
+    }
+}
+
+/// The status of a session with a browser, as the suspend `step` shapes it.
+///
+/// `stored` are the conditions the session's status holds now: a
+/// condition keeps its transition time while its status stays.
+pub fn running(
+    new: &mut BrowserSessionStatus,
+    step: &Step,
+    failure: Option<&Failure>,
+    stored: &[Condition],
+    now: Timestamp,
+) {
+    let replace = |new: &mut BrowserSessionStatus, c: Cond, now| replace(new, c, stored, now);
+    match step {
+        // What the last suspend or resume said stays said.
+        Step::Run => new.conditions.extend(stored.iter().filter(|c| c.type_ == condition::SUSPENDED).cloned()),
+        Step::Capture(_) | Step::AwaitCapture => {
+            new.phase = Some(Phase::Suspending);
+            let message = "saving the browser's storage state and tabs; the Pod is freed once they are in a Secret";
+            replace(new, Cond::new(condition::SUSPENDED, false, SUSPENDING, message), now);
+        }
+        Step::CaptureFailed { retry_in } => {
+            let what = failure.map_or("the capture failed", |f| f.message.as_str());
+            let message = format!("{what}; tried again in {}s, the browser keeps running", retry_in.as_secs().max(1));
+            replace(new, Cond::new(condition::SUSPENDED, false, SUSPEND_FAILED, message), now);
+        }
+        Step::NotForPools => {
+            let message = "suspending a session of a BrowserPool is not built yet (docs/suspend-resume.md); \
+                           the browser keeps running";
+            replace(new, Cond::new(condition::SUSPENDED, false, "NotForPooledSessions", message), now);
+        }
+        Step::Resume => resuming(new, stored, now),
+        Step::Park(_) => {}
+    }
+}
+
+/// Whether a resume is done: its browser is Ready with the tabs back (the
+/// runtime holds its probe until they are), so the saved state can go.
+pub fn resumed(new: &BrowserSessionStatus, step: &Step) -> bool {
+    matches!(step, Step::Resume) && new.phase == Some(Phase::Ready)
+}
+
+fn resuming(new: &mut BrowserSessionStatus, stored: &[Condition], now: Timestamp) {
+    let suspend = new.suspend.get_or_insert_with(SuspendStatus::default);
+    let asked = suspend.resume_requested_at.get_or_insert(MicroTime(now)).0;
+    if new.phase == Some(Phase::Ready) {
+        let millis = now.duration_since(asked).as_millis();
+        suspend.last_resume_millis = Some(i64::try_from(millis).unwrap_or(i64::MAX).max(0));
+        suspend.state_secret = None;
+        suspend.resume_requested_at = None;
+        let message = format!("resumed with the saved tabs in {} ms", suspend.last_resume_millis.unwrap_or_default());
+        replace(new, Cond::new(condition::SUSPENDED, false, RESUMED, message), stored, now);
+        return;
+    }
+    // Until it is Ready (or failed for good), the session is resuming: a
+    // Pod still stopping from the suspend shows as Degraded otherwise.
+    if !matches!(new.phase, Some(Phase::Failed | Phase::Completed)) {
+        new.phase = Some(Phase::Resuming);
+    }
+    let message = "a browser starts and reopens the saved tabs; the session is Ready once they are back";
+    replace(new, Cond::new(condition::SUSPENDED, false, RESUMING, message), stored, now);
+}
+
+/// Puts `c` in place of the condition of its type (its transition time
+/// kept when its status did not change).
+fn replace(new: &mut BrowserSessionStatus, c: Cond, stored: &[Condition], now: Timestamp) {
+    let settled = settle(c, stored, new.observed_generation, now);
+    match new.conditions.iter_mut().find(|p| p.type_ == settled.type_) {
+        Some(slot) => *slot = settled,
+        None => new.conditions.push(settled),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suspend::Saved;
+    use std::time::Duration;
+
+    fn ready() -> BrowserSessionStatus {
+        BrowserSessionStatus {
+            phase: Some(Phase::Ready),
+            pod_name: Some("s-browser".into()),
+            restarts: Some(0),
+            ..BrowserSessionStatus::default()
+        }
+    }
+
+    fn said<'a>(status: &'a BrowserSessionStatus, type_: &str) -> &'a Condition {
+        status.conditions.iter().find(|c| c.type_ == type_).unwrap_or_else(|| panic!("no {type_}"))
+    }
+
+    #[test]
+    fn a_parked_session_has_no_pod_and_names_its_saved_state() {
+        let now = Timestamp::now();
+        let mut new = ready();
+        let saved = Saved { bytes: 2048, tabs: 3, millis: 640 };
+        parked(&mut new, Parking::Saved(saved), "s-suspended", &[], now);
+        assert_eq!((new.phase, new.pod_name.as_deref(), new.restarts), (Some(Phase::Suspended), None, None));
+        let suspend = new.suspend.clone().unwrap();
+        assert_eq!((suspend.path.as_str(), suspend.state_secret.as_deref()), (STATE_PATH, Some("s-suspended")));
+        assert_eq!((suspend.bytes, suspend.tabs, suspend.suspend_millis), (Some(2048), Some(3), Some(640)));
+        assert_eq!(said(&new, condition::SUSPENDED).status, "True");
+        assert_eq!(said(&new, condition::READY).reason, "Suspended");
+        // Parked again (a later reconcile): nothing changes, transition times included.
+        let mut again = new.clone();
+        parked(&mut again, Parking::AsBefore, "s-suspended", &new.conditions, now + Duration::from_secs(60));
+        assert_eq!(again, new);
+    }
+
+    #[test]
+    fn a_browser_that_was_not_ready_is_parked_empty() {
+        let mut new = ready();
+        parked(&mut new, Parking::Empty, "s-suspended", &[], Timestamp::now());
+        let suspend = new.suspend.unwrap();
+        assert_eq!((suspend.path.as_str(), suspend.state_secret), (EMPTY_PATH, None));
+    }
+
+    #[test]
+    fn capturing_failing_and_resuming_say_so_and_a_ready_resume_clears_the_state() {
+        let now = Timestamp::now();
+        let mut capturing = ready();
+        running(&mut capturing, &Step::AwaitCapture, None, &[], now);
+        assert_eq!(capturing.phase, Some(Phase::Suspending));
+        assert_eq!(said(&capturing, condition::SUSPENDED).reason, SUSPENDING);
+
+        let failure =
+            Failure { message: "the runtime answered 503".into(), at: std::time::Instant::now(), attempts: 1 };
+        let mut failed = ready();
+        running(&mut failed, &Step::CaptureFailed { retry_in: Duration::from_secs(5) }, Some(&failure), &[], now);
+        assert_eq!(failed.phase, Some(Phase::Ready), "the browser keeps running");
+        let c = said(&failed, condition::SUSPENDED);
+        assert!(c.reason == SUSPEND_FAILED && c.message.contains("503") && c.message.contains("5s"), "{c:?}");
+
+        let saved = SuspendStatus { state_secret: Some("s-suspended".into()), ..SuspendStatus::default() };
+        let mut starting = BrowserSessionStatus { phase: Some(Phase::Starting), suspend: Some(saved), ..ready() };
+        running(&mut starting, &Step::Resume, None, &[], now);
+        assert_eq!(starting.phase, Some(Phase::Resuming));
+        assert!(!resumed(&starting, &Step::Resume));
+        let asked = starting.suspend.as_ref().and_then(|s| s.resume_requested_at.clone()).unwrap();
+        let mut up = BrowserSessionStatus { phase: Some(Phase::Ready), ..starting.clone() };
+        running(&mut up, &Step::Resume, None, &starting.conditions, now + Duration::from_millis(750));
+        assert!(resumed(&up, &Step::Resume));
+        let suspend = up.suspend.clone().unwrap();
+        assert_eq!((suspend.state_secret, suspend.last_resume_millis), (None, Some(750)));
+        assert_eq!(asked.0, now);
+        assert_eq!(said(&up, condition::SUSPENDED).reason, RESUMED);
+        // Later reconciles keep what the resume said.
+        let mut later = ready();
+        running(&mut later, &Step::Run, None, &up.conditions, now);
+        assert_eq!(said(&later, condition::SUSPENDED), said(&up, condition::SUSPENDED));
+    }
+}

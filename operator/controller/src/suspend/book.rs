@@ -1,0 +1,147 @@
+//! What the suspend captures found, by session UID, until the session's
+//! status says it: a capture is a task ([`super::capture`]); the session's
+//! reconcile reads its entry ([`super::plan`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A capture's state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Capture {
+    /// Asking the runtime, since then.
+    Running {
+        /// When the task started.
+        since: Instant,
+        /// Failed captures right before it.
+        failed_before: u32,
+    },
+    /// The document is in the session's `<session>-suspended` Secret.
+    Saved(Saved),
+    /// The runtime or the API server said no.
+    Failed(Failure),
+}
+
+/// A saved state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Saved {
+    /// Size of the document.
+    pub bytes: i64,
+    /// Tabs in it.
+    pub tabs: i32,
+    /// From the request to the Secret written.
+    pub millis: i64,
+}
+
+/// A failed capture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// What failed, for the status (no value of the state, no token).
+    pub message: String,
+    /// When.
+    pub at: Instant,
+    /// Failures in a row.
+    pub attempts: u32,
+}
+
+impl Failure {
+    /// How long after a failure the next capture waits: 5 s, doubling to 5 minutes.
+    pub fn backoff(&self) -> Duration {
+        let doublings = self.attempts.saturating_sub(1).min(6);
+        (Duration::from_secs(5) * 2u32.pow(doublings)).min(Duration::from_secs(300))
+    }
+
+    /// When the next capture may start.
+    pub fn retry_at(&self) -> Instant {
+        self.at + self.backoff()
+    }
+}
+
+/// The captures, by session UID.
+#[derive(Debug, Default)]
+pub struct SuspendBook {
+    captures: Mutex<HashMap<String, Capture>>,
+}
+
+impl SuspendBook {
+    /// The capture of the session with `uid`.
+    pub fn get(&self, uid: &str) -> Option<Capture> {
+        self.captures.lock().ok()?.get(uid).cloned()
+    }
+
+    /// Marks a capture of `uid` running; `false` when one already runs.
+    pub fn begin(&self, uid: &str, now: Instant) -> bool {
+        let Ok(mut captures) = self.captures.lock() else { return false };
+        let failed_before = match captures.get(uid) {
+            Some(Capture::Running { .. }) => return false,
+            Some(Capture::Failed(f)) => f.attempts,
+            _ => 0,
+        };
+        captures.insert(uid.to_owned(), Capture::Running { since: now, failed_before });
+        true
+    }
+
+    /// Records how the running capture of `uid` ended (a failure counts
+    /// the failures before it).
+    pub fn finish(&self, uid: &str, outcome: Result<Saved, String>, now: Instant) {
+        let Ok(mut captures) = self.captures.lock() else { return };
+        let before = match captures.get(uid) {
+            Some(Capture::Running { failed_before, .. }) => *failed_before,
+            Some(Capture::Failed(f)) => f.attempts,
+            _ => 0,
+        };
+        let entry = match outcome {
+            Ok(saved) => Capture::Saved(saved),
+            Err(message) => Capture::Failed(Failure { message, at: now, attempts: before + 1 }),
+        };
+        captures.insert(uid.to_owned(), entry);
+    }
+
+    /// Forgets `uid`'s capture (its status says it, or it is not suspended any more).
+    pub fn forget(&self, uid: &str) {
+        if let Ok(mut captures) = self.captures.lock() {
+            captures.remove(uid);
+        }
+    }
+
+    /// Forgets the sessions not in `uids`.
+    pub fn retain(&self, uids: &HashSet<String>) {
+        if let Ok(mut captures) = self.captures.lock() {
+            captures.retain(|uid, _| uids.contains(uid));
+        }
+    }
+
+    /// How many sessions have an entry.
+    pub fn len(&self) -> usize {
+        self.captures.lock().map(|c| c.len()).unwrap_or_default()
+    }
+
+    /// Whether none has.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_capture_at_a_time_and_failures_count_up_to_a_capped_backoff() {
+        let book = SuspendBook::default();
+        let now = Instant::now();
+        assert!(book.begin("u", now));
+        assert!(!book.begin("u", now), "a second capture waits for the first");
+        book.finish("u", Err("runtime: state-save".into()), now);
+        assert!(book.begin("u", now), "a failed one may be retried");
+        book.finish("u", Err("again".into()), now);
+        let Some(Capture::Failed(f)) = book.get("u") else { panic!("{:?}", book.get("u")) };
+        assert_eq!((f.attempts, f.backoff()), (2, Duration::from_secs(10)));
+        let many = Failure { attempts: 40, ..f };
+        assert_eq!(many.backoff(), Duration::from_secs(300));
+        book.finish("u", Ok(Saved { bytes: 10, tabs: 1, millis: 5 }), now);
+        assert!(matches!(book.get("u"), Some(Capture::Saved(_))));
+        book.retain(&HashSet::new());
+        assert!(book.is_empty());
+    }
+}

@@ -1,0 +1,168 @@
+//! One capture, as a task: the session's control token (its Secret
+//! created once, with 32 random bytes), delivered to the Pod (an annotation
+//! that makes the kubelet refresh its volumes at once), `POST /suspend` to
+//! the runtime with it, the answer checked as a [`playpen_api::suspend::SuspendedState`] and
+//! written to the session's `<session>-suspended` Secret. The session is
+//! woken when it ends ([`super::book`] holds the outcome).
+//!
+//! The Pod answers, so the answer is hostile: bounded in time and size,
+//! parsed with the document's own bounds, and never logged (it holds
+//! cookies). Neither is the token.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::reflector::ObjectRef;
+use playpen_api::layout::{CONTROL_TOKEN_FILE, READINESS_PORT, SUSPEND_PATH};
+use playpen_api::naming::{delivery_digest, MANAGER};
+use playpen_api::suspend::{self, ParseError};
+use playpen_api::BrowserSession;
+use serde_json::json;
+
+use super::book::Saved;
+use crate::children::suspend::{control_secret, suspended_state_secret};
+use crate::children::Identity;
+use crate::context::Context;
+use crate::runtime_reads::{exchange, FetchError};
+
+/// The whole capture, token and Secret writes included.
+pub const CAPTURE_WITHIN: Duration = Duration::from_secs(60);
+/// One request to the runtime (its own capture bounds each page to 5 s).
+const REQUEST_WITHIN: Duration = Duration::from_secs(45);
+/// Between tries while the token or the policy is not in place yet.
+const RETRY_EVERY: Duration = Duration::from_millis(500);
+/// The answer's bound: the largest document and then some.
+const MAX_ANSWER_BYTES: usize = 2 * suspend::MAX_DOCUMENT_BYTES;
+/// Random bytes of a control token.
+const TOKEN_BYTES: usize = 32;
+/// Annotation of a session's Pod: a digest of its control token (never the
+/// token). Setting it makes the kubelet sync the Pod, which adds the token
+/// file to the launch-config volume at once.
+pub const CONTROL_ANNOTATION: &str = "playpen.dev/control";
+
+/// Starts a capture of `bs`'s browser (Pod `pod_name` at `ip`) unless one runs.
+pub fn start(ctx: &Arc<Context>, bs: &BrowserSession, id: &Identity, pod_name: &str, ip: IpAddr) {
+    let uid = id.owner.uid.clone();
+    if !ctx.suspends.begin(&uid, Instant::now()) {
+        return;
+    }
+    let (ctx, id, pod_name, session) = (ctx.clone(), id.clone(), pod_name.to_owned(), ObjectRef::from_obj(bs));
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(CAPTURE_WITHIN, capture(&ctx, &id, &pod_name, ip, started))
+            .await
+            .unwrap_or_else(|_| Err(format!("no saved state within {CAPTURE_WITHIN:?}")));
+        match &outcome {
+            Ok(saved) => tracing::info!(session = %id.name, namespace = %id.namespace, bytes = saved.bytes,
+                tabs = saved.tabs, millis = saved.millis, "suspend: state saved"),
+            Err(error) => {
+                tracing::warn!(session = %id.name, namespace = %id.namespace, %error, "suspend: capture failed")
+            }
+        }
+        ctx.suspends.finish(&uid, outcome, Instant::now());
+        // The export book's channel wakes any session (see crate::export_watch::book).
+        ctx.exports.wake(session);
+    });
+}
+
+async fn capture(ctx: &Context, id: &Identity, pod_name: &str, ip: IpAddr, started: Instant) -> Result<Saved, String> {
+    let token = control_token(ctx, id).await?;
+    deliver(ctx, id, pod_name, &token).await?;
+    let body = ask(SocketAddr::new(ip, READINESS_PORT), &token).await?;
+    let (doc, _dropped) = suspend::parse(&body).map_err(|e| unreadable(&e))?;
+    let document = doc.to_bytes();
+    let (bytes, tabs) = (document.len(), doc.tabs.len());
+    write_state(ctx, id, document).await?;
+    Ok(Saved {
+        bytes: i64::try_from(bytes).unwrap_or(i64::MAX),
+        tabs: i32::try_from(tabs).unwrap_or(i32::MAX),
+        millis: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+    })
+}
+
+/// What is wrong with the runtime's answer, without a byte of it (a serde
+/// error quotes the value it choked on).
+fn unreadable(error: &ParseError) -> String {
+    match error {
+        ParseError::Shape(_) => "the runtime's answer is not a suspended state document".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// The session's control token: its Secret is created once with a new
+/// random token; when it exists (a 409), the stored one is read.
+async fn control_token(ctx: &Context, id: &Identity) -> Result<String, String> {
+    let api = ctx.fence.writer::<Secret>(&ctx.client, &id.namespace).map_err(|e| e.to_string())?;
+    let mut random = [0u8; TOKEN_BYTES];
+    getrandom::fill(&mut random).map_err(|e| format!("no random bytes for a control token: {e}"))?;
+    let fresh: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let secret = control_secret(id, fresh.as_bytes());
+    match api.create(&PostParams { field_manager: Some(MANAGER.into()), ..PostParams::default() }, &secret).await {
+        Ok(_) => return Ok(fresh),
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(format!("creating Secret {}: {e}", id.names.control_secret)),
+    }
+    let stored = api
+        .get(&id.names.control_secret)
+        .await
+        .map_err(|e| format!("reading Secret {}: {e}", id.names.control_secret))?;
+    stored
+        .data
+        .as_ref()
+        .and_then(|d| d.get(CONTROL_TOKEN_FILE))
+        .and_then(|v| String::from_utf8(v.0.clone()).ok())
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            format!("Secret {} has no {CONTROL_TOKEN_FILE}: delete it to have a new one made", id.names.control_secret)
+        })
+}
+
+/// Marks the Pod with the token's digest, unless it is marked already.
+async fn deliver(ctx: &Context, id: &Identity, pod_name: &str, token: &str) -> Result<(), String> {
+    let digest = delivery_digest(&[token]);
+    let cached = ctx.caches().pods.get(&id.namespace, pod_name);
+    let marked = cached.and_then(|p| p.metadata.annotations.as_ref()?.get(CONTROL_ANNOTATION).cloned());
+    if marked.as_deref() == Some(digest.as_str()) {
+        return Ok(());
+    }
+    let api = ctx.fence.writer::<Pod>(&ctx.client, &id.namespace).map_err(|e| e.to_string())?;
+    let patch = json!({"metadata": {"annotations": {CONTROL_ANNOTATION: digest}}});
+    api.patch(pod_name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .map_err(|e| format!("marking Pod {pod_name}: {e}"))
+}
+
+/// `POST /suspend` until the runtime answers with the state or says why
+/// it cannot: while the token file or the policy that admits the operator
+/// are not in place yet (404, 401, no connection), or a capture runs (409),
+/// it is asked again.
+async fn ask(addr: SocketAddr, token: &str) -> Result<Vec<u8>, String> {
+    let request = format!(
+        "POST {SUSPEND_PATH} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    loop {
+        match exchange(addr, request.as_bytes(), MAX_ANSWER_BYTES, REQUEST_WITHIN).await {
+            Ok(body) => return Ok(body),
+            Err(FetchError::NotFound | FetchError::Unreachable(_)) => {}
+            Err(FetchError::Status { line, .. }) if line.contains(" 401 ") || line.contains(" 409 ") => {}
+            Err(FetchError::Status { line, body }) => return Err(format!("the runtime answered {line}: {body}")),
+            Err(other) => return Err(format!("the runtime's answer: {other}")),
+        }
+        tokio::time::sleep(RETRY_EVERY).await;
+    }
+}
+
+/// Writes the document to the session's `<session>-suspended` Secret.
+async fn write_state(ctx: &Context, id: &Identity, document: Vec<u8>) -> Result<(), String> {
+    let api = ctx.fence.writer::<Secret>(&ctx.client, &id.namespace).map_err(|e| e.to_string())?;
+    let secret = suspended_state_secret(id, document);
+    api.patch(&id.names.suspended_state, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&secret))
+        .await
+        .map(drop)
+        .map_err(|e| format!("writing Secret {}: {e}", id.names.suspended_state))
+}

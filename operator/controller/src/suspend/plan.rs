@@ -1,0 +1,155 @@
+//! What one reconcile does about `spec.suspended` (pure).
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use super::book::{Capture, Saved};
+
+/// The session's browser Pod, as far as a suspend cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodFact {
+    /// None, or one being deleted.
+    Absent,
+    /// Not Ready: its pages are not there to keep.
+    NotReady,
+    /// Ready, its runtime answering at this address.
+    Ready(IpAddr),
+}
+
+/// What the reconcile read, for the decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts {
+    /// `spec.suspended`.
+    pub suspended: bool,
+    /// The session's browser comes from a BrowserPool.
+    pub pooled: bool,
+    /// Its status says `Suspended`: the Pod was freed.
+    pub parked: bool,
+    /// Its status names a saved state not resumed yet.
+    pub state_saved: bool,
+    /// What a capture found, if one ran.
+    pub capture: Option<Capture>,
+    /// Its Pod.
+    pub pod: PodFact,
+    /// Now, by the clock the book uses.
+    pub now: Instant,
+}
+
+/// How a session is parked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parking {
+    /// With the state a capture just saved (the status does not say it yet).
+    Saved(Saved),
+    /// With what the status says already (parked before, or a saved state
+    /// a resume had not consumed yet).
+    AsBefore,
+    /// With nothing: the browser was not Ready.
+    Empty,
+}
+
+/// What the reconcile does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing to suspend or resume: the plain reconcile.
+    Run,
+    /// The plain reconcile, the children built to reopen the saved state.
+    Resume,
+    /// The plain reconcile, a capture started from this runtime address.
+    Capture(IpAddr),
+    /// The plain reconcile while a capture runs.
+    AwaitCapture,
+    /// The plain reconcile; the last capture failed and is retried after this.
+    CaptureFailed {
+        /// Until the next try.
+        retry_in: Duration,
+    },
+    /// The plain reconcile; a pooled session is not suspended (not built yet).
+    NotForPools,
+    /// No browser: its Pod deleted, the status `Suspended`.
+    Park(Parking),
+}
+
+/// The decision.
+pub fn plan(facts: &Facts) -> Step {
+    if !facts.suspended {
+        return if facts.state_saved { Step::Resume } else { Step::Run };
+    }
+    if facts.pooled {
+        return Step::NotForPools;
+    }
+    // Suspended again before a resume was Ready: the saved state stays.
+    if facts.parked || facts.state_saved {
+        return Step::Park(Parking::AsBefore);
+    }
+    match &facts.capture {
+        Some(Capture::Saved(saved)) => return Step::Park(Parking::Saved(*saved)),
+        Some(Capture::Running { .. }) => return Step::AwaitCapture,
+        Some(Capture::Failed(failure)) if failure.retry_at() > facts.now => {
+            return Step::CaptureFailed { retry_in: failure.retry_at() - facts.now };
+        }
+        _ => {}
+    }
+    match facts.pod {
+        PodFact::Ready(ip) => Step::Capture(ip),
+        PodFact::NotReady | PodFact::Absent => Step::Park(Parking::Empty),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suspend::book::Failure;
+
+    fn facts() -> Facts {
+        Facts {
+            suspended: true,
+            pooled: false,
+            parked: false,
+            state_saved: false,
+            capture: None,
+            pod: PodFact::Ready(IpAddr::from([10, 0, 0, 7])),
+            now: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn a_ready_browser_is_captured_then_parked_with_its_state() {
+        let f = facts();
+        assert_eq!(plan(&f), Step::Capture(IpAddr::from([10, 0, 0, 7])));
+        let running = Facts { capture: Some(Capture::Running { since: f.now, failed_before: 0 }), ..f.clone() };
+        assert_eq!(plan(&running), Step::AwaitCapture);
+        let saved = Saved { bytes: 900, tabs: 3, millis: 420 };
+        let done = Facts { capture: Some(Capture::Saved(saved)), ..f.clone() };
+        assert_eq!(plan(&done), Step::Park(Parking::Saved(saved)));
+        let parked = Facts { parked: true, state_saved: true, pod: PodFact::Absent, ..f };
+        assert_eq!(plan(&parked), Step::Park(Parking::AsBefore));
+    }
+
+    #[test]
+    fn a_failed_capture_waits_its_backoff_then_tries_again() {
+        let f = facts();
+        let failure = Failure { message: "x".into(), at: f.now, attempts: 1 };
+        let failed = Facts { capture: Some(Capture::Failed(failure.clone())), ..f.clone() };
+        assert_eq!(plan(&failed), Step::CaptureFailed { retry_in: Duration::from_secs(5) });
+        let later = Facts { now: f.now + Duration::from_secs(6), ..failed };
+        assert_eq!(plan(&later), Step::Capture(IpAddr::from([10, 0, 0, 7])));
+    }
+
+    #[test]
+    fn a_browser_not_ready_is_parked_empty_and_a_pooled_session_is_not_parked() {
+        for pod in [PodFact::NotReady, PodFact::Absent] {
+            assert_eq!(plan(&Facts { pod, ..facts() }), Step::Park(Parking::Empty));
+        }
+        assert_eq!(plan(&Facts { pooled: true, ..facts() }), Step::NotForPools);
+    }
+
+    #[test]
+    fn resuming_keeps_the_saved_state_until_a_resume_consumed_it() {
+        let resume = Facts { suspended: false, state_saved: true, parked: true, pod: PodFact::Absent, ..facts() };
+        assert_eq!(plan(&resume), Step::Resume);
+        assert_eq!(plan(&Facts { state_saved: false, ..resume.clone() }), Step::Run);
+        // Suspended again while resuming (not Ready yet): parked as it was, the state kept.
+        let again = Facts { suspended: true, parked: false, pod: PodFact::NotReady, ..resume };
+        assert_eq!(plan(&again), Step::Park(Parking::AsBefore));
+    }
+}

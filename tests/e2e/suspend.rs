@@ -1,0 +1,152 @@
+//! Suspend and resume on the State path, under the node's default runtime
+//! (runc): a page with a filled field, a cookie and a counter in its
+//! JavaScript memory; `spec.suspended: true` frees the Pod and keeps the
+//! state in a Secret; `false` brings a browser back with the same URL,
+//! cookie and field, and the counter restarted (the State path keeps no
+//! JavaScript heap, and the test holds it to that).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context as _};
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::Client;
+use playpen_api::suspend::SuspendedState;
+use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase};
+use playpen_api::BrowserSession;
+use playpen_tests::eventually;
+use serde_json::json;
+
+use crate::kubectl::exec;
+use crate::session::{create_with, pod_name, wait_ready, BROWSER};
+use crate::setup::{start_fixture, Installed};
+
+/// The session, and its fixture.
+const NAME: &str = "parked";
+const FIXTURE: &str = "suspend-fixture";
+/// What the agent types, and its cookie.
+const NOTE: &str = "kept across a suspend";
+const COOKIE: &str = "who=agent";
+
+pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Installed) -> anyhow::Result<()> {
+    let ns = installed.team_a.name.as_str();
+    let fixture = start_fixture(client, ns, FIXTURE).await?;
+    let form = format!("{}form", fixture.trim_end_matches('/').to_owned() + "/");
+    let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": FIXTURE}}]}});
+    create_with(client, ns, NAME, "Enforced", network, json!({})).await?;
+    let (status, _) = wait_ready(client, ns, NAME).await?;
+    let pod = pod_name(&status)?;
+
+    // The agent's work: the form page with a note typed and a cookie, and a second tab.
+    exec(ns, &pod, BROWSER, &["playwright-cli", "goto", &form]).await?.ok("goto the form")?;
+    let typed = format!(
+        "() => {{ const note = document.querySelector('#note'); note.value = {NOTE:?}; \
+         note.dispatchEvent(new Event('input', {{bubbles: true}})); document.cookie = '{COOKIE}; max-age=3600; path=/'; \
+         window.counter = 1000; return document.cookie; }}"
+    );
+    let out = eval(ns, &pod, &typed).await?;
+    ensure!(out.contains(COOKIE), "the cookie was not set: {out}");
+    exec(ns, &pod, BROWSER, &["playwright-cli", "tab-new", &fixture]).await?.ok("a second tab")?;
+    exec(ns, &pod, BROWSER, &["playwright-cli", "tab-select", "0"]).await?.ok("back to the form")?;
+
+    // Suspend: the Pod goes, the state stays in a Secret.
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
+    let asked = Instant::now();
+    set_suspended(&sessions, true).await?;
+    let parked = wait_phase(&sessions, Phase::Suspended, Duration::from_secs(120)).await?;
+    let suspend_took = asked.elapsed();
+    let said = parked.suspend.clone().context("no status.suspend")?;
+    ensure!(said.path == "State" && said.tabs == Some(2), "status.suspend: {said:?}");
+    ensure!(parked.pod_name.is_none(), "a parked session names a Pod: {parked:?}");
+    ensure!(
+        parked.conditions.iter().any(|c| c.type_ == condition::SUSPENDED && c.status == "True"),
+        "{:?}",
+        parked.conditions
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    eventually(Duration::from_secs(120), || async {
+        ensure!(pods.get_opt(&pod).await?.is_none(), "{pod} still exists");
+        Ok(())
+    })
+    .await
+    .context("the suspended session's Pod is deleted")?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let state_secret = said.state_secret.clone().context("no status.suspend.stateSecret")?;
+    let saved = secrets.get(&state_secret).await?;
+    ensure!(saved.type_.as_deref() == Some("playpen.dev/suspended-state"), "type {:?}", saved.type_);
+    let owner = saved.metadata.owner_references.unwrap_or_default();
+    ensure!(owner.iter().any(|o| o.kind == "BrowserSession" && o.name == NAME), "not owned by the session: {owner:?}");
+    let bytes = saved.data.and_then(|d| d.get("state.json").cloned()).context("no state.json")?;
+    let doc: SuspendedState = serde_json::from_slice(&bytes.0)?;
+    ensure!(
+        doc.tabs.len() == 2 && doc.tabs[0].url == form,
+        "tabs: {:?}",
+        doc.tabs.iter().map(|t| &t.url).collect::<Vec<_>>()
+    );
+    ensure!(doc.storage.cookies.iter().any(|c| c["name"] == "who"), "no cookie saved");
+
+    // Resume: a new browser with the pages back.
+    let asked = Instant::now();
+    set_suspended(&sessions, false).await?;
+    let (resumed, _) = wait_ready(client, ns, NAME).await.context("the resumed session turns Ready")?;
+    let resume_took = asked.elapsed();
+    let new_pod = pod_name(&resumed)?;
+    let tabs = exec(ns, &new_pod, BROWSER, &["playwright-cli", "tab-list"]).await?.ok("tab-list")?;
+    ensure!(tabs.contains(&form) && tabs.contains(&fixture), "the tabs did not come back:\n{tabs}");
+    let read = "() => JSON.stringify({url: location.href, note: document.querySelector('#note').value, \
+                cookie: document.cookie, counter: window.counter})";
+    let page = eval(ns, &new_pod, read).await?;
+    let page = json_of(&page).with_context(|| format!("the page's answer: {page}"))?;
+    ensure!(page["url"] == form.as_str(), "the active tab is not the form: {page}");
+    ensure!(page["note"] == NOTE, "the note was not restored: {page}");
+    ensure!(page["cookie"].as_str().is_some_and(|c| c.contains(COOKIE)), "the cookie was not restored: {page}");
+    ensure!(page["counter"].as_i64().is_some_and(|n| n < 1000), "the JavaScript heap came back?: {page}");
+    let after = eventually(Duration::from_secs(60), || async {
+        let status = sessions.get(NAME).await?.status.context("no status")?;
+        let suspend = status.suspend.clone().context("no status.suspend")?;
+        ensure!(suspend.state_secret.is_none() && suspend.last_resume_millis.is_some(), "{suspend:?}");
+        ensure!(secrets.get_opt(&state_secret).await?.is_none(), "{state_secret} is still there");
+        Ok(suspend)
+    })
+    .await
+    .context("the saved state goes once the resume is Ready")?;
+    eprintln!(
+        "e2e: suspend of {ns}/{NAME} took {suspend_took:?} (capture {:?} ms, {} bytes); resume to Ready {resume_took:?} \
+         (operator's count {:?} ms)",
+        said.suspend_millis, said.bytes.unwrap_or_default(), after.last_resume_millis
+    );
+    sessions.delete(NAME, &DeleteParams::background()).await?;
+    Ok(())
+}
+
+async fn set_suspended(sessions: &Api<BrowserSession>, suspended: bool) -> anyhow::Result<()> {
+    let patch = json!({"spec": {"suspended": suspended}});
+    sessions.patch(NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Ok(())
+}
+
+async fn wait_phase(
+    sessions: &Api<BrowserSession>,
+    phase: Phase,
+    within: Duration,
+) -> anyhow::Result<BrowserSessionStatus> {
+    eventually(within, || async {
+        let status = sessions.get(NAME).await?.status.context("no status")?;
+        ensure!(status.phase == Some(phase), "phase {:?}, conditions {:?}", status.phase, status.conditions);
+        Ok(status)
+    })
+    .await
+}
+
+/// A JSON answer, or a JSON string holding one (`--raw` prints a string result as JSON).
+fn json_of(out: &str) -> anyhow::Result<serde_json::Value> {
+    match serde_json::from_str(out.trim())? {
+        serde_json::Value::String(inner) => Ok(serde_json::from_str(&inner)?),
+        other => Ok(other),
+    }
+}
+
+/// `playwright-cli --raw eval <function>`: its result only.
+async fn eval(ns: &str, pod: &str, function: &str) -> anyhow::Result<String> {
+    exec(ns, pod, BROWSER, &["playwright-cli", "--raw", "eval", function]).await?.ok("eval")
+}
