@@ -10,6 +10,10 @@ use crate::duration::parse_duration;
 /// Environment variable holding the default image of `new`.
 pub const IMAGE_ENV: &str = "PLAYPEN_IMAGE";
 
+/// How long a wait lasts when not told: `new --timeout`, and a bare
+/// `suspend --wait` / `resume --wait`, so every wait of the plugin is alike.
+pub const DEFAULT_WAIT: &str = "120s";
+
 /// Playpen BrowserSessions from the command line.
 #[derive(Debug, Parser)]
 #[command(
@@ -71,6 +75,10 @@ pub enum Command {
     Record(RecordArgs),
     /// Print the session's egress log (host rules): each connection attempt and its verdict.
     Egress(EgressArgs),
+    /// Park the session (spec.suspended: true): its state is kept, its Pod goes.
+    Suspend(SuspendArgs),
+    /// Bring a suspended session back (spec.suspended: false).
+    Resume(SuspendArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),
     /// Completions for kubectl's plugin completion (`kubectl_complete-playpen`
@@ -131,7 +139,7 @@ pub struct NewArgs {
     #[arg(long)]
     pub wait: bool,
     /// How long --wait waits.
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, default_value = DEFAULT_WAIT, value_parser = parse_duration)]
     pub timeout: Duration,
     /// YAML (or JSON) with more spec fields, or a whole BrowserSession; the flags win.
     #[arg(short = 'f', long = "filename", value_name = "FILE")]
@@ -272,6 +280,25 @@ pub struct EgressArgs {
     pub tail: Option<usize>,
 }
 
+/// `suspend` and `resume`: the same arguments, the opposite patch.
+#[derive(Debug, Args)]
+pub struct SuspendArgs {
+    /// Name of the BrowserSession.
+    pub name: String,
+    /// Wait until the session gets there (Suspended, or Ready for resume),
+    /// printing each phase, for at most DURATION (default 120s). The `=` is
+    /// needed (`--wait=5m`): a bare `--wait NAME` must leave NAME the session.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = DEFAULT_WAIT,
+        value_parser = parse_duration
+    )]
+    pub wait: Option<Duration>,
+}
+
 /// `completion`.
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
@@ -382,6 +409,23 @@ mod tests {
         assert!(!egress.refused && !egress.json && egress.tail.is_none());
         assert!(parse(&["egress", "demo", "--tail", "-1"]).is_err());
         assert!(parse(&["egress"]).is_err(), "a session is named");
+    }
+
+    #[test]
+    fn suspend_and_resume_wait_only_when_asked_and_120s_by_default() {
+        let cli = parse(&["suspend", "demo", "-n", "team-a"]).unwrap();
+        let Command::Suspend(args) = cli.command else { panic!("not suspend") };
+        assert_eq!((args.name.as_str(), args.wait), ("demo", None));
+        assert_eq!(cli.global.namespace.as_deref(), Some("team-a"));
+        let cli = parse(&["resume", "--wait", "demo"]).unwrap();
+        let Command::Resume(args) = cli.command else { panic!("not resume") };
+        assert_eq!((args.name.as_str(), args.wait), ("demo", Some(Duration::from_secs(120))), "NAME is not a duration");
+        let cli = parse(&["suspend", "demo", "--wait=1m30s"]).unwrap();
+        let Command::Suspend(args) = cli.command else { panic!("not suspend") };
+        assert_eq!(args.wait, Some(Duration::from_secs(90)));
+        assert!(parse(&["suspend", "demo", "--wait=soon"]).is_err());
+        assert!(parse(&["resume", "demo", "--wait", "5m"]).is_err(), "5m would be a second session name");
+        assert!(parse(&["suspend"]).is_err(), "a session is named");
     }
 
     #[test]

@@ -48,10 +48,10 @@ pub enum Error {
     /// The session (or its spec) does not offer what was asked.
     #[error("{0}")]
     Unavailable(String),
-    /// `new --wait` saw the session fail or end.
+    /// A `--wait` (`new`, `suspend`, `resume`) saw the session fail, end or go.
     #[error("{0}")]
     SessionFailed(String),
-    /// `new --wait` ran out of time.
+    /// A `--wait` ran out of time.
     #[error("{0}")]
     Timeout(String),
     /// The API server refused a request (other than for RBAC): its own words.

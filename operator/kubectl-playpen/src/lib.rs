@@ -3,7 +3,7 @@
 //! connection (`connect`), reading sessions (`sessions`), RBAC rights and
 //! denials (`rbac`), API errors worded from them (`forbidden`), tables (`output`), commands in the Pod (`remote`), the
 //! port-forward listener (`tunnel`), and one module per subcommand
-//! (`commands/`).
+//! (`commands/`; `suspend` serves `resume` too).
 
 pub mod cli;
 pub mod commands;
@@ -21,6 +21,7 @@ pub mod via;
 use std::io::Write as _;
 
 use cli::{Cli, Command};
+use commands::suspend::Want;
 use connect::Timeouts;
 use error::{Error, Result};
 
@@ -57,6 +58,8 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Snapshot(args) => commands::snapshot::run(&cluster, args).await.map(|()| 0),
         Command::Record(args) => commands::record::run(&cluster, args).await.map(|()| 0),
         Command::Egress(args) => commands::egress::run(&cluster, args).await.map(|()| 0),
+        Command::Suspend(args) => commands::suspend::run(&cluster, args, Want::Suspend).await.map(|()| 0),
+        Command::Resume(args) => commands::suspend::run(&cluster, args, Want::Resume).await.map(|()| 0),
         Command::Completion(_) | Command::Complete(_) => Ok(0),
     }
 }

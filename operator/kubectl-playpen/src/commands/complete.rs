@@ -14,7 +14,7 @@ use crate::sessions;
 const NO_FILE_COMPLETION: &str = ":4";
 
 /// Commands whose first argument is a session's name.
-const TAKE_A_SESSION: [&str; 7] = ["run", "view", "cdp", "logs", "snapshot", "record", "egress"];
+const TAKE_A_SESSION: [&str; 9] = ["run", "view", "cdp", "logs", "snapshot", "record", "egress", "suspend", "resume"];
 
 /// What the word being completed is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +120,15 @@ mod tests {
         assert_eq!(wanted(&words(&[])), Wanted::Command(String::new()));
         assert_eq!(wanted(&words(&["view", "de"])), Wanted::Session { prefix: "de".into(), namespace: None });
         assert_eq!(wanted(&words(&["egress", "de"])), Wanted::Session { prefix: "de".into(), namespace: None });
+        assert_eq!(wanted(&words(&["suspend", "de"])), Wanted::Session { prefix: "de".into(), namespace: None });
+        assert_eq!(
+            wanted(&words(&["resume", "-n", "team-a", "d"])),
+            Wanted::Session { prefix: "d".into(), namespace: Some("team-a".into()) }
+        );
+        assert_eq!(
+            wanted(&words(&["suspend", "--wait", ""])),
+            Wanted::Session { prefix: String::new(), namespace: None }
+        );
         assert_eq!(
             wanted(&words(&["-n", "team-a", "run", ""])),
             Wanted::Session { prefix: String::new(), namespace: Some("team-a".into()) }
@@ -137,7 +146,8 @@ mod tests {
     #[test]
     fn command_names_are_the_visible_ones() {
         let names = command_names();
-        for name in ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "completion"] {
+        let all = ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "suspend", "resume"];
+        for name in all.into_iter().chain(["completion"]) {
             assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
         }
         assert!(!names.iter().any(|n| n == "__complete"), "the hidden command is not offered");

@@ -11,6 +11,7 @@ pub mod new;
 pub mod record;
 pub mod run;
 pub mod snapshot;
+pub mod suspend;
 pub mod view;
 
 use playpen_api::BrowserSession;

@@ -67,7 +67,9 @@ pub fn timeout_message(ns: &str, name: &str, timeout: Duration, status: Option<&
     }
 }
 
-fn watch_error(err: watcher::Error, ns: &str, name: &str) -> Option<Error> {
+/// A watch error worth stopping for (forbidden, or the type or namespace
+/// gone), worded; any other is printed as a warning and retried (`None`).
+pub fn watch_error(err: watcher::Error, ns: &str, name: &str) -> Option<Error> {
     let source = match err {
         watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
             e
