@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context as _};
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use kube::Client;
 use playpen_api::suspend::SuspendedState;
 use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase};
@@ -17,7 +17,7 @@ use playpen_api::BrowserSession;
 use playpen_tests::eventually;
 use serde_json::json;
 
-use crate::kubectl::exec;
+use crate::kubectl::{exec, playpen};
 use crate::session::{create_with, pod_name, wait_ready, BROWSER};
 use crate::setup::{start_fixture, Installed};
 
@@ -52,8 +52,10 @@ pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Install
     // Suspend: the Pod goes, the state stays in a Secret.
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
     let asked = Instant::now();
-    set_suspended(&sessions, true).await?;
-    let parked = wait_phase(&sessions, Phase::Suspended, Duration::from_secs(120)).await?;
+    // Through the plugin, as a human or an agent would.
+    let out = playpen(&["suspend", NAME, "-n", ns, "--wait=2m"]).await?.ok("kubectl playpen suspend --wait")?;
+    ensure!(out.contains("is Suspended"), "kubectl playpen suspend said:\n{out}");
+    let parked = wait_phase(&sessions, Phase::Suspended, Duration::from_secs(10)).await?;
     let suspend_took = asked.elapsed();
     let said = parked.suspend.clone().context("no status.suspend")?;
     ensure!(said.path == "State" && said.tabs == Some(2), "status.suspend: {said:?}");
@@ -87,7 +89,8 @@ pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Install
 
     // Resume: a new browser with the pages back.
     let asked = Instant::now();
-    set_suspended(&sessions, false).await?;
+    let out = playpen(&["resume", NAME, "-n", ns, "--wait=3m"]).await?.ok("kubectl playpen resume --wait")?;
+    ensure!(out.contains("is Ready"), "kubectl playpen resume said:\n{out}");
     let (resumed, _) = wait_ready(client, ns, NAME).await.context("the resumed session turns Ready")?;
     let resume_took = asked.elapsed();
     let new_pod = pod_name(&resumed)?;
@@ -116,12 +119,6 @@ pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Install
         said.suspend_millis, said.bytes.unwrap_or_default(), after.last_resume_millis
     );
     sessions.delete(NAME, &DeleteParams::background()).await?;
-    Ok(())
-}
-
-async fn set_suspended(sessions: &Api<BrowserSession>, suspended: bool) -> anyhow::Result<()> {
-    let patch = json!({"spec": {"suspended": suspended}});
-    sessions.patch(NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
     Ok(())
 }
 
