@@ -13,6 +13,7 @@ mod properties;
 mod reconcile;
 mod recovery;
 mod refusals;
+mod suspend;
 mod writes;
 
 use k8s_openapi::api::core::v1::Pod;

@@ -1,0 +1,303 @@
+//! Suspend and resume against the real API server, with a stand-in for the
+//! session runtime's readiness port on a loopback address (there is no
+//! kubelet: the tests write the Pod's status and address): the control
+//! token, the capture, the saved-state Secret, the Pod freed and brought
+//! back with the state mounted, and hostile answers that change nothing.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{ensure, Context as _};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, ResourceExt as _};
+use playpen_api::layout::READINESS_PORT;
+use playpen_api::suspend::{SuspendedState, Tab};
+use playpen_api::v1alpha1::{BrowserSessionStatus, Phase};
+use playpen_api::BrowserSession;
+use playpen_tests::{client, ensure_crd, eventually, RunningOperator, TestNamespace};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::{after_scheduler_verdict, condition, container, create, session, set_pod_status};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// What the stand-in answers to `POST /suspend`.
+#[derive(Debug, Clone)]
+enum Answer {
+    /// 200 with this body.
+    Ok(Vec<u8>),
+    /// 503 with the runtime's error body.
+    Failed,
+}
+
+/// A stand-in runtime: answers `POST /suspend` as told once the bearer
+/// token is the session's (read from its control Secret), records every
+/// token presented.
+#[derive(Clone)]
+struct StandIn {
+    answer: Arc<Mutex<Answer>>,
+    presented: Arc<Mutex<Vec<String>>>,
+}
+
+impl StandIn {
+    async fn start(ip: IpAddr, secrets: Api<Secret>, control: &str, answer: Answer) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(SocketAddr::new(ip, READINESS_PORT)).await?;
+        let me = Self { answer: Arc::new(Mutex::new(answer)), presented: Arc::default() };
+        let (serving, control) = (me.clone(), control.to_owned());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let (me, secrets, control) = (serving.clone(), secrets.clone(), control.clone());
+                tokio::spawn(async move {
+                    let mut head = vec![0u8; 8192];
+                    let n = stream.read(&mut head).await.unwrap_or(0);
+                    let head = String::from_utf8_lossy(&head[..n]).into_owned();
+                    let token = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Authorization: Bearer "))
+                        .map(str::to_owned)
+                        .unwrap_or_default();
+                    me.presented.lock().unwrap().push(token.clone());
+                    let stored = secrets.get(&control).await.ok().and_then(|s| s.data).and_then(|d| {
+                        d.get("control-token").map(|v| String::from_utf8_lossy(&v.0).into_owned())
+                    });
+                    let answer = me.answer.lock().unwrap().clone();
+                    let (status, body) = match (head.starts_with("POST /suspend "), stored == Some(token)) {
+                        (false, _) => ("404 Not Found", vec![]),
+                        (true, false) => ("401 Unauthorized", vec![]),
+                        (true, true) => match answer {
+                            Answer::Ok(body) => ("200 OK", body),
+                            Answer::Failed => {
+                                ("503 Service Unavailable", br#"{"error":"suspend failed","step":"state-save"}"#.to_vec())
+                            }
+                        },
+                    };
+                    let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                    let _ = stream.write_all(head.as_bytes()).await;
+                    let _ = stream.write_all(&body).await;
+                });
+            }
+        });
+        Ok(me)
+    }
+
+    fn answer(&self, answer: Answer) {
+        *self.answer.lock().unwrap() = answer;
+    }
+}
+
+/// A document with `tabs` tabs and one cookie whose value is `cookie`.
+fn document(tabs: usize, cookie: &str) -> Vec<u8> {
+    let mut doc = SuspendedState::new(1_796_443_000_000);
+    doc.storage.cookies.push(json!({"name": "sid", "value": cookie, "domain": "app.test", "path": "/"}));
+    doc.tabs = (0..tabs)
+        .map(|i| Tab { url: format!("https://app.test/{i}"), scroll_x: 0.0, scroll_y: 10.0, fields: vec![] })
+        .collect();
+    doc.to_bytes()
+}
+
+/// Writes the Pod's status as a kubelet would: running, Ready, at `ip`.
+async fn ready_at(pods: &Api<Pod>, name: &str, ip: IpAddr) -> anyhow::Result<()> {
+    after_scheduler_verdict(pods, name).await;
+    let conditions = json!([{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]);
+    let running = container(true, 0, json!({"running": {}}), json!({}));
+    set_pod_status(
+        pods,
+        name,
+        json!({"phase": "Running", "podIP": ip.to_string(), "podIPs": [{"ip": ip.to_string()}],
+            "conditions": conditions, "containerStatuses": [running]}),
+    )
+    .await
+}
+
+async fn status(sessions: &Api<BrowserSession>, name: &str) -> anyhow::Result<BrowserSessionStatus> {
+    sessions.get(name).await?.status.context("no status yet")
+}
+
+async fn phase_is(sessions: &Api<BrowserSession>, name: &str, want: Phase) -> anyhow::Result<BrowserSessionStatus> {
+    eventually(WAIT, || async {
+        let s = status(sessions, name).await?;
+        ensure!(s.phase == Some(want), "phase {:?}, want {want:?}; conditions {:?}", s.phase, s.conditions);
+        Ok(s)
+    })
+    .await
+}
+
+async fn set_suspended(sessions: &Api<BrowserSession>, name: &str, suspended: bool) -> anyhow::Result<()> {
+    let patch = json!({"spec": {"suspended": suspended}});
+    sessions.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Ok(())
+}
+
+struct Scene {
+    client: Client,
+    ns: TestNamespace,
+    _op: RunningOperator,
+    pods: Api<Pod>,
+    sessions: Api<BrowserSession>,
+    secrets: Api<Secret>,
+}
+
+async fn scene(prefix: &str) -> anyhow::Result<Scene> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, prefix).await?;
+    let n = ns.name.clone();
+    let op = RunningOperator::start(&client, &n, None).await?;
+    Ok(Scene {
+        pods: Api::namespaced(client.clone(), &n),
+        sessions: Api::namespaced(client.clone(), &n),
+        secrets: Api::namespaced(client.clone(), &n),
+        client,
+        ns,
+        _op: op,
+    })
+}
+
+#[tokio::test]
+async fn a_ready_session_is_saved_parked_and_resumed_with_its_state() -> anyhow::Result<()> {
+    let s = scene("suspend").await?;
+    let n = s.ns.name.as_str();
+    create(&s.client, n, session("demo", json!({"image": "i"}))).await?;
+    eventually(WAIT, || async { Ok(s.pods.get("demo-browser").await?) }).await?;
+    let ip = IpAddr::from([127, 0, 35, 1]);
+    let saved = document(3, "the-cookie-value");
+    let runtime = StandIn::start(ip, s.secrets.clone(), "demo-control", Answer::Ok(saved.clone())).await?;
+    ready_at(&s.pods, "demo-browser", ip).await?;
+    phase_is(&s.sessions, "demo", Phase::Ready).await?;
+    let first_pod = s.pods.get("demo-browser").await?.uid();
+
+    set_suspended(&s.sessions, "demo", true).await?;
+    let parked = phase_is(&s.sessions, "demo", Phase::Suspended).await?;
+    let said = parked.suspend.clone().context("status.suspend")?;
+    assert_eq!((said.path.as_str(), said.tabs, said.state_secret.as_deref()), ("State", Some(3), Some("demo-suspended")));
+    assert!(said.bytes.is_some_and(|b| b > 0) && said.suspend_millis.is_some() && said.suspended_at.is_some());
+    assert_eq!(condition(&parked, "Suspended").map(|c| c.0), Some("True".into()));
+    assert_eq!(condition(&parked, "Ready").map(|c| (c.0, c.1)), Some(("False".into(), "Suspended".into())));
+    assert!(parked.pod_name.is_none());
+    // The Secret holds the runtime's document, owned by the session.
+    let secret = s.secrets.get("demo-suspended").await?;
+    assert_eq!(secret.type_.as_deref(), Some("playpen.dev/suspended-state"));
+    assert!(secret.owner_references().iter().any(|o| o.kind == "BrowserSession" && o.name == "demo"));
+    let stored = secret.data.and_then(|d| d.get("state.json").cloned()).context("state.json")?;
+    let stored: SuspendedState = serde_json::from_slice(&stored.0)?;
+    assert_eq!(stored, serde_json::from_slice::<SuspendedState>(&saved)?);
+    // The token presented was the session's control Secret's, created once.
+    let token = s.secrets.get("demo-control").await?.data.and_then(|d| d.get("control-token").cloned()).context("token")?;
+    let token = String::from_utf8(token.0)?;
+    assert_eq!(token.len(), 64, "32 random bytes, hex");
+    assert!(runtime.presented.lock().unwrap().iter().any(|t| *t == token));
+    // The Pod is gone, and a parked session is not written again and again.
+    eventually(WAIT, || async {
+        ensure!(s.pods.get_opt("demo-browser").await?.is_none_or(|p| p.uid() != first_pod), "the Pod is still there");
+        Ok(())
+    })
+    .await?;
+    ensure!(s.pods.get_opt("demo-browser").await?.is_none(), "a parked session got a new Pod");
+    let version = s.sessions.get("demo").await?.resource_version();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(s.sessions.get("demo").await?.resource_version(), version, "a parked session's status keeps changing");
+
+    // Resume: a Pod with the saved state mounted, Resuming until it is Ready.
+    set_suspended(&s.sessions, "demo", false).await?;
+    let pod = eventually(WAIT, || async { Ok(s.pods.get("demo-browser").await?) }).await?;
+    let volumes = pod.spec.and_then(|p| p.volumes).unwrap_or_default();
+    let resume = volumes.iter().find(|v| v.name == "resume-state").context("no resume-state volume")?;
+    assert_eq!(resume.secret.as_ref().and_then(|v| v.secret_name.as_deref()), Some("demo-suspended"));
+    let config = Api::<ConfigMap>::namespaced(s.client.clone(), n).get("demo-runtime").await?;
+    let runtime_json = config.data.and_then(|d| d.get("runtime.json").cloned()).unwrap_or_default();
+    assert!(runtime_json.contains("\"resumeStateFile\": \"/etc/playpen/resume/state.json\""), "{runtime_json}");
+    let resuming = phase_is(&s.sessions, "demo", Phase::Resuming).await?;
+    assert_eq!(condition(&resuming, "Suspended").map(|c| c.1), Some("Resuming".into()));
+    ready_at(&s.pods, "demo-browser", ip).await?;
+    let back = phase_is(&s.sessions, "demo", Phase::Ready).await?;
+    let suspend = back.suspend.context("status.suspend")?;
+    assert!(suspend.state_secret.is_none() && suspend.last_resume_millis.is_some(), "{suspend:?}");
+    eventually(WAIT, || async {
+        ensure!(s.secrets.get_opt("demo-suspended").await?.is_none(), "the saved state outlived the resume");
+        Ok(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failing_or_hostile_runtime_keeps_the_browser_and_says_why() -> anyhow::Result<()> {
+    let s = scene("suspend-hostile").await?;
+    let n = s.ns.name.as_str();
+    create(&s.client, n, session("demo", json!({"image": "i"}))).await?;
+    eventually(WAIT, || async { Ok(s.pods.get("demo-browser").await?) }).await?;
+    let ip = IpAddr::from([127, 0, 35, 2]);
+    let runtime = StandIn::start(ip, s.secrets.clone(), "demo-control", Answer::Failed).await?;
+    ready_at(&s.pods, "demo-browser", ip).await?;
+    phase_is(&s.sessions, "demo", Phase::Ready).await?;
+    set_suspended(&s.sessions, "demo", true).await?;
+    let failed = eventually(WAIT, || async {
+        let st = status(&s.sessions, "demo").await?;
+        let c = condition(&st, "Suspended").context("no Suspended condition")?;
+        ensure!(c.1 == "SuspendFailed", "{c:?}");
+        Ok((st, c))
+    })
+    .await?;
+    assert_eq!(failed.0.phase, Some(Phase::Ready), "the browser keeps running");
+    assert!(failed.1 .2.contains("503") && failed.1 .2.contains("state-save"), "{:?}", failed.1);
+
+    // A document that is not one, quoting a secret: refused without a byte of it.
+    runtime.answer(Answer::Ok(br#"{"format":1,"storage":{"cookies":"sid=hunter2-secret"}}"#.to_vec()));
+    let refused = eventually(Duration::from_secs(60), || async {
+        let st = status(&s.sessions, "demo").await?;
+        let c = condition(&st, "Suspended").context("no Suspended condition")?;
+        ensure!(c.2.contains("not a suspended state"), "{c:?}");
+        Ok(c)
+    })
+    .await?;
+    assert!(!refused.2.contains("hunter2"), "the answer leaked into the status: {refused:?}");
+    ensure!(s.pods.get_opt("demo-browser").await?.is_some(), "a failed suspend deleted the Pod");
+    ensure!(s.secrets.get_opt("demo-suspended").await?.is_none(), "a refused answer was stored");
+
+    // Then an answer too large for any document: refused as well; then a good one parks it.
+    runtime.answer(Answer::Ok(vec![b' '; 3 * 1024 * 1024]));
+    eventually(Duration::from_secs(60), || async {
+        let c = condition(&status(&s.sessions, "demo").await?, "Suspended").context("no Suspended condition")?;
+        ensure!(c.2.contains("more than"), "{c:?}");
+        Ok(())
+    })
+    .await?;
+    runtime.answer(Answer::Ok(document(1, "v")));
+    let parked = eventually(Duration::from_secs(90), || async {
+        let st = status(&s.sessions, "demo").await?;
+        ensure!(st.phase == Some(Phase::Suspended), "phase {:?}", st.phase);
+        Ok(st)
+    })
+    .await?;
+    assert_eq!(parked.suspend.and_then(|x| x.tabs), Some(1));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_browser_that_is_not_ready_is_parked_with_nothing_saved() -> anyhow::Result<()> {
+    let s = scene("suspend-empty").await?;
+    let n = s.ns.name.as_str();
+    create(&s.client, n, session("demo", json!({"image": "i"}))).await?;
+    eventually(WAIT, || async { Ok(s.pods.get("demo-browser").await?) }).await?;
+    set_suspended(&s.sessions, "demo", true).await?;
+    let parked = phase_is(&s.sessions, "demo", Phase::Suspended).await?;
+    let said = parked.suspend.context("status.suspend")?;
+    assert_eq!((said.path.as_str(), said.state_secret), ("Empty", None));
+    eventually(WAIT, || async {
+        ensure!(s.pods.get_opt("demo-browser").await?.is_none(), "the Pod is still there");
+        Ok(())
+    })
+    .await?;
+    // Resumed: a plain new browser.
+    set_suspended(&s.sessions, "demo", false).await?;
+    let pod = eventually(WAIT, || async { Ok(s.pods.get("demo-browser").await?) }).await?;
+    let volumes = pod.spec.and_then(|p| p.volumes).unwrap_or_default();
+    assert!(!volumes.iter().any(|v| v.name == "resume-state"), "nothing to resume from, nothing mounted");
+    let st = phase_is(&s.sessions, "demo", Phase::Pending).await?;
+    assert_eq!(st.suspend.map(|x| x.path), Some("Empty".into()), "what the suspend did stays said");
+    Ok(())
+}
