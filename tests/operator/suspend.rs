@@ -60,22 +60,27 @@ impl StandIn {
                         .find_map(|l| l.strip_prefix("Authorization: Bearer "))
                         .map(str::to_owned)
                         .unwrap_or_default();
-                    me.presented.lock().unwrap().push(token.clone());
-                    let stored = secrets.get(&control).await.ok().and_then(|s| s.data).and_then(|d| {
-                        d.get("control-token").map(|v| String::from_utf8_lossy(&v.0).into_owned())
-                    });
-                    let answer = me.answer.lock().unwrap().clone();
+                    me.presented.lock().expect("the stand-in's record").push(token.clone());
+                    let stored = secrets
+                        .get(&control)
+                        .await
+                        .ok()
+                        .and_then(|s| s.data)
+                        .and_then(|d| d.get("control-token").map(|v| String::from_utf8_lossy(&v.0).into_owned()));
+                    let answer = me.answer.lock().expect("the stand-in's answer").clone();
                     let (status, body) = match (head.starts_with("POST /suspend "), stored == Some(token)) {
                         (false, _) => ("404 Not Found", vec![]),
                         (true, false) => ("401 Unauthorized", vec![]),
                         (true, true) => match answer {
                             Answer::Ok(body) => ("200 OK", body),
-                            Answer::Failed => {
-                                ("503 Service Unavailable", br#"{"error":"suspend failed","step":"state-save"}"#.to_vec())
-                            }
+                            Answer::Failed => (
+                                "503 Service Unavailable",
+                                br#"{"error":"suspend failed","step":"state-save"}"#.to_vec(),
+                            ),
                         },
                     };
-                    let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                    let head =
+                        format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
                     let _ = stream.write_all(head.as_bytes()).await;
                     let _ = stream.write_all(&body).await;
                 });
@@ -85,7 +90,7 @@ impl StandIn {
     }
 
     fn answer(&self, answer: Answer) {
-        *self.answer.lock().unwrap() = answer;
+        *self.answer.lock().expect("the stand-in's answer") = answer;
     }
 }
 
@@ -173,7 +178,10 @@ async fn a_ready_session_is_saved_parked_and_resumed_with_its_state() -> anyhow:
     set_suspended(&s.sessions, "demo", true).await?;
     let parked = phase_is(&s.sessions, "demo", Phase::Suspended).await?;
     let said = parked.suspend.clone().context("status.suspend")?;
-    assert_eq!((said.path.as_str(), said.tabs, said.state_secret.as_deref()), ("State", Some(3), Some("demo-suspended")));
+    assert_eq!(
+        (said.path.as_str(), said.tabs, said.state_secret.as_deref()),
+        ("State", Some(3), Some("demo-suspended"))
+    );
     assert!(said.bytes.is_some_and(|b| b > 0) && said.suspend_millis.is_some() && said.suspended_at.is_some());
     assert_eq!(condition(&parked, "Suspended").map(|c| c.0), Some("True".into()));
     assert_eq!(condition(&parked, "Ready").map(|c| (c.0, c.1)), Some(("False".into(), "Suspended".into())));
@@ -186,10 +194,11 @@ async fn a_ready_session_is_saved_parked_and_resumed_with_its_state() -> anyhow:
     let stored: SuspendedState = serde_json::from_slice(&stored.0)?;
     assert_eq!(stored, serde_json::from_slice::<SuspendedState>(&saved)?);
     // The token presented was the session's control Secret's, created once.
-    let token = s.secrets.get("demo-control").await?.data.and_then(|d| d.get("control-token").cloned()).context("token")?;
+    let token =
+        s.secrets.get("demo-control").await?.data.and_then(|d| d.get("control-token").cloned()).context("token")?;
     let token = String::from_utf8(token.0)?;
     assert_eq!(token.len(), 64, "32 random bytes, hex");
-    assert!(runtime.presented.lock().unwrap().iter().any(|t| *t == token));
+    assert!(runtime.presented.lock().expect("the stand-in's record").contains(&token));
     // The Pod is gone, and a parked session is not written again and again.
     eventually(WAIT, || async {
         ensure!(s.pods.get_opt("demo-browser").await?.is_none_or(|p| p.uid() != first_pod), "the Pod is still there");
