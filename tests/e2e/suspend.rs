@@ -3,23 +3,26 @@
 //! JavaScript memory; `spec.suspended: true` frees the Pod and keeps the
 //! state in a Secret; `false` brings a browser back with the same URL,
 //! cookie and field, and the counter restarted (the State path keeps no
-//! JavaScript heap, and the test holds it to that).
+//! JavaScript heap, and the test holds it to that). Once for a session with
+//! its own browser (resumed into a new Pod), once for a pooled one (resumed
+//! into a warm Pod it claims, the state reopened by `POST /resume`).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context as _};
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Api, DeleteParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use kube::Client;
+use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
 use playpen_api::suspend::SuspendedState;
-use playpen_api::v1alpha1::{condition, BrowserSessionStatus, Phase};
+use playpen_api::v1alpha1::{condition, BrowserPool, BrowserSessionStatus, Phase};
 use playpen_api::BrowserSession;
-use playpen_tests::eventually;
+use playpen_tests::{eventually, pod_is_ready};
 use serde_json::json;
 
 use crate::kubectl::{exec, playpen};
 use crate::session::{create_with, pod_name, wait_ready, BROWSER};
-use crate::setup::{start_fixture, Installed};
+use crate::setup::{start_fixture, tolerations, Installed, BROWSER_IMAGE};
 
 /// The session, and its fixture.
 const NAME: &str = "parked";
@@ -28,13 +31,68 @@ const FIXTURE: &str = "suspend-fixture";
 const NOTE: &str = "kept across a suspend";
 const COOKIE: &str = "who=agent";
 
-pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Installed) -> anyhow::Result<()> {
+/// A session of its own, then a pooled one, one after the other (they
+/// share the fixture and keep the node's load down).
+pub async fn sessions_park_and_come_back(client: &Client, installed: &Installed) -> anyhow::Result<()> {
     let ns = installed.team_a.name.as_str();
     let fixture = start_fixture(client, ns, FIXTURE).await?;
-    let form = format!("{}form", fixture.trim_end_matches('/').to_owned() + "/");
     let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": FIXTURE}}]}});
-    create_with(client, ns, NAME, "Enforced", network, json!({})).await?;
-    let (status, _) = wait_ready(client, ns, NAME).await?;
+    create_with(client, ns, NAME, "Enforced", network.clone(), json!({})).await?;
+    parks_and_comes_back(client, ns, NAME, &fixture).await.context("a session with its own browser")?;
+    create_pool(client, ns).await?;
+    wait_warm(client, ns).await.context("the pool's warm Pod")?;
+    let pooled = json!({"pool": {"name": POOL}, "network": network});
+    let bs = playpen_tests::fixtures::session(POOLED, pooled)?;
+    Api::<BrowserSession>::namespaced(client.clone(), ns).create(&Default::default(), &bs).await?;
+    let resumed = parks_and_comes_back(client, ns, POOLED, &fixture).await.context("a pooled session")?;
+    let pool = resumed.pool.context("no status.pool")?;
+    ensure!(pool.claimed, "the pooled session resumed cold, not into a warm claim: {pool:?}");
+    Api::<BrowserPool>::namespaced(client.clone(), ns).delete(POOL, &DeleteParams::background()).await?;
+    Ok(())
+}
+
+/// The pool the pooled session is placed from, and that session.
+const POOL: &str = "parking";
+const POOLED: &str = "parked-pooled";
+
+async fn create_pool(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let pool: BrowserPool = serde_json::from_value(json!({
+        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool",
+        "metadata": {"name": POOL},
+        "spec": {"minReady": 1, "maxSize": 3, "template": {
+            "image": BROWSER_IMAGE, "imagePullPolicy": "Never", "sandbox": "Enforced",
+            "launchConfig": {"executablePath": "/usr/bin/chromium",
+                "args": ["--disable-background-networking", "--disable-component-update"]},
+            "pod": {"tolerations": tolerations(), "shmSize": "256Mi"}}}
+    }))?;
+    Api::<BrowserPool>::namespaced(client.clone(), ns).create(&Default::default(), &pool).await?;
+    Ok(())
+}
+
+/// Waits for a Ready warm Pod of the pool.
+async fn wait_warm(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let params = ListParams::default().labels(&format!("{POOL_LABEL}={POOL},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
+    eventually(Duration::from_secs(240), || async {
+        let warm = pods.list(&params).await?.items;
+        ensure!(
+            warm.iter().any(|p| p.metadata.deletion_timestamp.is_none() && pod_is_ready(p)),
+            "no Ready warm Pod of {POOL} yet"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// The scenario on session `name`: returns its status once resumed.
+async fn parks_and_comes_back(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    fixture: &str,
+) -> anyhow::Result<BrowserSessionStatus> {
+    let form = format!("{}form", fixture.trim_end_matches('/').to_owned() + "/");
+    let (status, _) = wait_ready(client, ns, name).await?;
     let pod = pod_name(&status)?;
 
     // The agent's work: the form page with a note typed and a cookie, and a second tab.
@@ -46,16 +104,16 @@ pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Install
     );
     let out = eval(ns, &pod, &typed).await?;
     ensure!(out.contains(COOKIE), "the cookie was not set: {out}");
-    exec(ns, &pod, BROWSER, &["playwright-cli", "tab-new", &fixture]).await?.ok("a second tab")?;
+    exec(ns, &pod, BROWSER, &["playwright-cli", "tab-new", fixture]).await?.ok("a second tab")?;
     exec(ns, &pod, BROWSER, &["playwright-cli", "tab-select", "0"]).await?.ok("back to the form")?;
 
     // Suspend: the Pod goes, the state stays in a Secret.
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
     let asked = Instant::now();
     // Through the plugin, as a human or an agent would.
-    let out = playpen(&["suspend", NAME, "-n", ns, "--wait=2m"]).await?.ok("kubectl playpen suspend --wait")?;
+    let out = playpen(&["suspend", name, "-n", ns, "--wait=2m"]).await?.ok("kubectl playpen suspend --wait")?;
     ensure!(out.contains("is Suspended"), "kubectl playpen suspend said:\n{out}");
-    let parked = wait_phase(&sessions, Phase::Suspended, Duration::from_secs(10)).await?;
+    let parked = wait_phase(&sessions, name, Phase::Suspended, Duration::from_secs(10)).await?;
     let suspend_took = asked.elapsed();
     let said = parked.suspend.clone().context("no status.suspend")?;
     ensure!(said.path == "State" && said.tabs == Some(2), "status.suspend: {said:?}");
@@ -77,7 +135,7 @@ pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Install
     let saved = secrets.get(&state_secret).await?;
     ensure!(saved.type_.as_deref() == Some("playpen.dev/suspended-state"), "type {:?}", saved.type_);
     let owner = saved.metadata.owner_references.unwrap_or_default();
-    ensure!(owner.iter().any(|o| o.kind == "BrowserSession" && o.name == NAME), "not owned by the session: {owner:?}");
+    ensure!(owner.iter().any(|o| o.kind == "BrowserSession" && o.name == name), "not owned by the session: {owner:?}");
     let bytes = saved.data.and_then(|d| d.get("state.json").cloned()).context("no state.json")?;
     let doc: SuspendedState = serde_json::from_slice(&bytes.0)?;
     ensure!(
@@ -89,13 +147,13 @@ pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Install
 
     // Resume: a new browser with the pages back.
     let asked = Instant::now();
-    let out = playpen(&["resume", NAME, "-n", ns, "--wait=3m"]).await?.ok("kubectl playpen resume --wait")?;
+    let out = playpen(&["resume", name, "-n", ns, "--wait=3m"]).await?.ok("kubectl playpen resume --wait")?;
     ensure!(out.contains("is Ready"), "kubectl playpen resume said:\n{out}");
-    let (resumed, _) = wait_ready(client, ns, NAME).await.context("the resumed session turns Ready")?;
+    let (resumed, _) = wait_ready(client, ns, name).await.context("the resumed session turns Ready")?;
     let resume_took = asked.elapsed();
     let new_pod = pod_name(&resumed)?;
     let tabs = exec(ns, &new_pod, BROWSER, &["playwright-cli", "tab-list"]).await?.ok("tab-list")?;
-    ensure!(tabs.contains(&form) && tabs.contains(&fixture), "the tabs did not come back:\n{tabs}");
+    ensure!(tabs.contains(&form) && tabs.contains(fixture), "the tabs did not come back:\n{tabs}");
     let read = "() => JSON.stringify({url: location.href, note: document.querySelector('#note').value, \
                 cookie: document.cookie, counter: window.counter})";
     let page = eval(ns, &new_pod, read).await?;
@@ -105,7 +163,7 @@ pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Install
     ensure!(page["cookie"].as_str().is_some_and(|c| c.contains(COOKIE)), "the cookie was not restored: {page}");
     ensure!(page["counter"].as_i64().is_some_and(|n| n < 1000), "the JavaScript heap came back?: {page}");
     let after = eventually(Duration::from_secs(60), || async {
-        let status = sessions.get(NAME).await?.status.context("no status")?;
+        let status = sessions.get(name).await?.status.context("no status")?;
         let suspend = status.suspend.clone().context("no status.suspend")?;
         ensure!(suspend.state_secret.is_none() && suspend.last_resume_millis.is_some(), "{suspend:?}");
         ensure!(secrets.get_opt(&state_secret).await?.is_none(), "{state_secret} is still there");
@@ -114,21 +172,22 @@ pub async fn a_session_parks_and_comes_back(client: &Client, installed: &Install
     .await
     .context("the saved state goes once the resume is Ready")?;
     eprintln!(
-        "e2e: suspend of {ns}/{NAME} took {suspend_took:?} (capture {:?} ms, {} bytes); resume to Ready {resume_took:?} \
+        "e2e: suspend of {ns}/{name} took {suspend_took:?} (capture {:?} ms, {} bytes); resume to Ready {resume_took:?} \
          (operator's count {:?} ms)",
         said.suspend_millis, said.bytes.unwrap_or_default(), after.last_resume_millis
     );
-    sessions.delete(NAME, &DeleteParams::background()).await?;
-    Ok(())
+    sessions.delete(name, &DeleteParams::background()).await?;
+    Ok(resumed)
 }
 
 async fn wait_phase(
     sessions: &Api<BrowserSession>,
+    name: &str,
     phase: Phase,
     within: Duration,
 ) -> anyhow::Result<BrowserSessionStatus> {
     eventually(within, || async {
-        let status = sessions.get(NAME).await?.status.context("no status")?;
+        let status = sessions.get(name).await?.status.context("no status")?;
         ensure!(status.phase == Some(phase), "phase {:?}, conditions {:?}", status.phase, status.conditions);
         Ok(status)
     })

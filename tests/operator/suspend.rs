@@ -34,27 +34,27 @@ enum Answer {
     Failed,
 }
 
-/// A stand-in runtime: answers `POST /suspend` as told once the bearer
-/// token is the session's (read from its control Secret), records every
+/// A stand-in runtime: answers `POST /suspend` as told and takes any
+/// `POST /resume` (recording the document) once the bearer token is the
+/// one in `control` (a Secret read when a request comes), records every
 /// token presented.
 #[derive(Clone)]
 struct StandIn {
     answer: Arc<Mutex<Answer>>,
     presented: Arc<Mutex<Vec<String>>>,
+    resumed: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl StandIn {
     async fn start(ip: IpAddr, secrets: Api<Secret>, control: &str, answer: Answer) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(SocketAddr::new(ip, READINESS_PORT)).await?;
-        let me = Self { answer: Arc::new(Mutex::new(answer)), presented: Arc::default() };
+        let me = Self { answer: Arc::new(Mutex::new(answer)), presented: Arc::default(), resumed: Arc::default() };
         let (serving, control) = (me.clone(), control.to_owned());
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let (me, secrets, control) = (serving.clone(), secrets.clone(), control.clone());
                 tokio::spawn(async move {
-                    let mut head = vec![0u8; 8192];
-                    let n = stream.read(&mut head).await.unwrap_or(0);
-                    let head = String::from_utf8_lossy(&head[..n]).into_owned();
+                    let (head, body) = read_request(&mut stream).await;
                     let token = head
                         .lines()
                         .find_map(|l| l.strip_prefix("Authorization: Bearer "))
@@ -68,16 +68,21 @@ impl StandIn {
                         .and_then(|s| s.data)
                         .and_then(|d| d.get("control-token").map(|v| String::from_utf8_lossy(&v.0).into_owned()));
                     let answer = me.answer.lock().expect("the stand-in's answer").clone();
-                    let (status, body) = match (head.starts_with("POST /suspend "), stored == Some(token)) {
-                        (false, _) => ("404 Not Found", vec![]),
-                        (true, false) => ("401 Unauthorized", vec![]),
-                        (true, true) => match answer {
+                    let authorised = stored == Some(token);
+                    let (status, body) = match (head.split(' ').take(2).collect::<Vec<_>>().as_slice(), authorised) {
+                        (["POST", "/suspend" | "/resume"], false) => ("401 Unauthorized", vec![]),
+                        (["POST", "/suspend"], true) => match answer {
                             Answer::Ok(body) => ("200 OK", body),
                             Answer::Failed => (
                                 "503 Service Unavailable",
                                 br#"{"error":"suspend failed","step":"state-save"}"#.to_vec(),
                             ),
                         },
+                        (["POST", "/resume"], true) => {
+                            me.resumed.lock().expect("the stand-in's record").push(body);
+                            ("200 OK", br#"{"tabs":1,"failed":[],"tookMs":5}"#.to_vec())
+                        }
+                        _ => ("404 Not Found", vec![]),
                     };
                     let head =
                         format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
@@ -92,6 +97,30 @@ impl StandIn {
     fn answer(&self, answer: Answer) {
         *self.answer.lock().expect("the stand-in's answer") = answer;
     }
+}
+
+/// A request's head and its body (as long as its Content-Length says).
+async fn read_request(stream: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let Ok(n) = stream.read(&mut chunk).await else { break };
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+        let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+        let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        if bytes.len() >= end + 4 + length {
+            return (head, bytes[end + 4..end + 4 + length].to_vec());
+        }
+    }
+    (String::from_utf8_lossy(&bytes).into_owned(), vec![])
 }
 
 /// A document with `tabs` tabs and one cookie whose value is `cookie`.
@@ -309,4 +338,88 @@ async fn a_browser_that_is_not_ready_is_parked_with_nothing_saved() -> anyhow::R
     let st = phase_is(&s.sessions, "demo", Phase::Pending).await?;
     assert_eq!(st.suspend.map(|x| x.path), Some("Empty".into()), "what the suspend did stays said");
     Ok(())
+}
+
+#[tokio::test]
+async fn a_pooled_session_is_parked_and_resumed_into_a_new_warm_claim() -> anyhow::Result<()> {
+    let s = scene("suspend-pool").await?;
+    let n = s.ns.name.as_str();
+    let pool = json!({"apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool", "metadata": {"name": "agents"},
+        "spec": {"minReady": 1, "template": {"image": "i"}}});
+    let pool: playpen_api::v1alpha1::BrowserPool = serde_json::from_value(pool)?;
+    Api::<playpen_api::v1alpha1::BrowserPool>::namespaced(s.client.clone(), n)
+        .create(&Default::default(), &pool)
+        .await?;
+    // The first warm Pod, Ready at a stand-in's address; the session claims it.
+    let (first, first_ip) = (warm_pod(&s.pods).await?, IpAddr::from([127, 0, 35, 3]));
+    let saved = document(2, "pooled-cookie");
+    let first_runtime =
+        StandIn::start(first_ip, s.secrets.clone(), &control_of(&first), Answer::Ok(saved.clone())).await?;
+    ready_at(&s.pods, &first, first_ip).await?;
+    create(&s.client, n, session("pooled", json!({"pool": {"name": "agents"}}))).await?;
+    let placed = phase_is(&s.sessions, "pooled", Phase::Ready).await?;
+    ensure!(placed.pod_name.as_deref() == Some(first.as_str()), "not the warm Pod: {:?}", placed.pod_name);
+
+    set_suspended(&s.sessions, "pooled", true).await?;
+    let parked = phase_is(&s.sessions, "pooled", Phase::Suspended).await?;
+    assert_eq!(parked.suspend.as_ref().and_then(|x| x.tabs), Some(2));
+    // The token came from the warm Pod's own control Secret, the one its launch-config volume projects.
+    let token = s.secrets.get(&control_of(&first)).await?.data.and_then(|d| d.get("control-token").cloned());
+    let token = String::from_utf8(token.context("no token")?.0)?;
+    assert!(first_runtime.presented.lock().expect("the stand-in's record").contains(&token));
+    eventually(WAIT, || async {
+        ensure!(s.pods.get_opt(&first).await?.is_none(), "{first} is still there");
+        Ok(())
+    })
+    .await?;
+
+    // A new warm Pod; the resume claims it and the operator reopens the state in it.
+    let second = eventually(WAIT, || async {
+        let name = warm_pod(&s.pods).await?;
+        ensure!(name != first, "still the first");
+        Ok(name)
+    })
+    .await?;
+    let second_ip = IpAddr::from([127, 0, 35, 4]);
+    let second_runtime = StandIn::start(second_ip, s.secrets.clone(), &control_of(&second), Answer::Failed).await?;
+    ready_at(&s.pods, &second, second_ip).await?;
+    set_suspended(&s.sessions, "pooled", false).await?;
+    let back = phase_is(&s.sessions, "pooled", Phase::Ready).await?;
+    ensure!(back.pod_name.as_deref() == Some(second.as_str()), "not the new warm Pod: {:?}", back.pod_name);
+    assert!(back.pool.as_ref().is_some_and(|p| p.claimed), "{:?}", back.pool);
+    let resumed = second_runtime.resumed.lock().expect("the stand-in's record").clone();
+    ensure!(resumed.len() == 1, "{} reopen requests", resumed.len());
+    let reopened: SuspendedState = serde_json::from_slice(&resumed[0])?;
+    assert_eq!(reopened, serde_json::from_slice::<SuspendedState>(&saved)?, "the saved document, as it was");
+    let suspend = back.suspend.context("status.suspend")?;
+    assert!(suspend.state_secret.is_none() && suspend.last_resume_millis.is_some(), "{suspend:?}");
+    eventually(WAIT, || async {
+        ensure!(s.secrets.get_opt("pooled-suspended").await?.is_none(), "the saved state outlived the resume");
+        Ok(())
+    })
+    .await?;
+    Ok(())
+}
+
+/// The pool's one warm Pod.
+async fn warm_pod(pods: &Api<Pod>) -> anyhow::Result<String> {
+    let params = kube::api::ListParams::default().labels("playpen.dev/pool=agents,playpen.dev/pool-state=warm");
+    eventually(WAIT, || async {
+        let warm: Vec<String> = pods
+            .list(&params)
+            .await?
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| p.name_any())
+            .collect();
+        ensure!(warm.len() == 1, "warm Pods: {warm:?}");
+        Ok(warm[0].clone())
+    })
+    .await
+}
+
+/// A warm Pod's control Secret: `<warm name>-control` (the Pod is `<warm name>-browser`).
+fn control_of(pod: &str) -> String {
+    format!("{}-control", pod.trim_end_matches("-browser"))
 }

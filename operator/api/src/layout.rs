@@ -83,6 +83,11 @@ pub const EXPORT_STATUS_PATH: &str = "/export";
 /// [`crate::suspend::SuspendedState`] document). Offered only while
 /// [`CONTROL_TOKEN_FILE`] exists, and only to a request bearing its token.
 pub const SUSPEND_PATH: &str = "/suspend";
+/// Path on [`READINESS_PORT`] where the operator reopens a saved state in
+/// the running browser (`POST`, the [`crate::suspend::SuspendedState`]
+/// document as the body): a resume into a claimed warm Pod. The same token
+/// as [`SUSPEND_PATH`].
+pub const RESUME_PATH: &str = "/resume";
 /// File name, inside [`LAUNCH_CONFIG_DIR`], of the bearer token a request to
 /// [`SUSPEND_PATH`] must carry (`Authorization: Bearer <token>`). The
 /// operator writes it into the launch-config Secret; without it the runtime

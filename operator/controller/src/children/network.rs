@@ -249,10 +249,11 @@ pub fn outlive_pod(policy: &mut NetworkPolicy, pod_name: &str, pod_uid: &str) {
 }
 
 /// Whether the operator reads more than the egress report from the
-/// session's runtime: its exporter's status (recordings exported) or its
-/// state (`spec.suspended`: the suspend request).
+/// session's runtime: its exporter's status (recordings exported), its
+/// state (`spec.suspended`: the suspend request) or writes a saved state
+/// back (a resume: into a claimed warm browser, `POST /resume`).
 pub fn operator_reads(bs: &BrowserSession) -> bool {
-    bs.spec.recording.export.is_some() || bs.spec.suspended
+    bs.spec.recording.export.is_some() || bs.spec.suspended || super::suspend::resume_state_secret(bs).is_some()
 }
 
 /// The one ingress a session's Pod admits: the operator's Pods to the

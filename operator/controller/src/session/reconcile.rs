@@ -59,8 +59,8 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let (session, id) = read.session(&bs, &own);
     // apply: what the status reads first (a claim's delivery, the children)
     let (placed, refusal) = apply_first(target, plan, &read, (session, id), &children, &mut missing).await?;
-    suspend::start_capture(&ctx, &bs, &own, &stage);
     let pod = placed.pod(&children.pod);
+    suspend::start_tasks(&ctx, &bs, &own, &stage, pod);
     let done = bs.status.as_ref().and_then(|s| s.pod_replacements.as_ref());
     let recovery = recovery::decide(pod, done, ctx.recovery, now);
     recover(&ctx, &bs, target, pod, &recovery, read.facts.gave_up).await?;
@@ -72,7 +72,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let status_of = |pod, refused| {
         let observed = Observed { missing: &missing, pod, recovery: &recovery, refused, export: export.as_ref() };
         let mut new = report::status(&ctx, &bs, &read, (session, id), observed, now);
-        suspend::shape(&ctx, &bs, &own, &stage, &mut new, now);
+        suspend::shape(&ctx, &bs, &own, &stage, pod, &mut new, now);
         new
     };
     let new = status_of(pod, refusal.as_ref().map(|(refused, _)| refused));

@@ -2,13 +2,17 @@
 //! `spec.suspended` and the session's status decide before anything is
 //! read, a parked session's whole reconcile, and what a running one adds.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
+use kube::ResourceExt;
+use playpen_api::naming::{ChildNames, WARM_NAME_ANNOTATION};
 use playpen_api::v1alpha1::{BrowserSessionStatus, Phase};
 use playpen_api::BrowserSession;
 
@@ -20,6 +24,7 @@ use crate::context::{key, Context};
 use crate::error::{Error, Result};
 use crate::recovery::Recovery;
 use crate::status::{self, Observed};
+use crate::suspend::capture::Browser;
 use crate::suspend::plan::{plan, Facts};
 use crate::suspend::{Capture, Parking, PodFact, Step};
 
@@ -33,6 +38,22 @@ pub(super) struct Stage {
     pub(super) step: Step,
     /// The browser Pod's name and UID, when the cache shows one.
     pod: Option<(String, String)>,
+    /// Its control Secret (a claimed warm Pod's is named after it).
+    control_secret: String,
+}
+
+/// The control Secret of `pod`: a claimed warm Pod's launch-config volume
+/// names its warm name's; any other, the session's.
+fn control_secret_of(annotations: Option<&BTreeMap<String, String>>, own: &Identity) -> String {
+    match annotations.and_then(|a| a.get(WARM_NAME_ANNOTATION)) {
+        Some(warm_name) => ChildNames::for_session(warm_name).control_secret,
+        None => own.names.control_secret.clone(),
+    }
+}
+
+/// Whether `pod` is a warm Pod the session claimed.
+fn is_claimed_warm(pod: &Pod) -> bool {
+    pod.annotations().contains_key(WARM_NAME_ANNOTATION)
 }
 
 /// The stage's decision for `bs`.
@@ -47,7 +68,6 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
     };
     let facts = Facts {
         suspended: bs.spec.suspended,
-        pooled: bs.spec.pool.is_some(),
         parked: status.and_then(|s| s.phase) == Some(Phase::Suspended),
         state_saved: status.and_then(|s| s.suspend.as_ref()).is_some_and(|s| s.state_secret.is_some()),
         capture: ctx.suspends.get(&own.owner.uid),
@@ -55,12 +75,19 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
         now: Instant::now(),
     };
     let step = plan(&facts);
-    if matches!(step, Step::Run | Step::Resume) && facts.capture.is_some() {
-        // Not suspended (any more): what a capture found is not wanted.
+    // Not suspended (any more): what a capture found is not wanted (a
+    // resume's own reopen is).
+    let stale = match step {
+        Step::Run => facts.capture.is_some(),
+        Step::Resume => matches!(facts.capture, Some(Capture::Saved(_))),
+        _ => false,
+    };
+    if stale {
         ctx.suspends.forget(&own.owner.uid);
     }
+    let control_secret = control_secret_of(cached.as_ref().and_then(|p| p.metadata.annotations.as_ref()), own);
     let pod = cached.map(|p| (pod_name, p.metadata.uid.clone().unwrap_or_default()));
-    Stage { step, pod }
+    Stage { step, pod, control_secret }
 }
 
 /// A parked session's reconcile: its Pod deleted, its status `Suspended`.
@@ -90,28 +117,57 @@ pub(super) async fn park(
     Ok(Action::requeue(Duration::from_secs(300)))
 }
 
-/// Starts the capture the stage asked for (a task: the reconcile goes on).
-pub(super) fn start_capture(ctx: &Arc<Context>, bs: &BrowserSession, own: &Identity, stage: &Stage) {
-    if let (Step::Capture(ip), Some((pod_name, _))) = (stage.step, &stage.pod) {
-        crate::suspend::capture::start(ctx, bs, own, pod_name, ip);
+/// Starts the task the stage asks for (the reconcile goes on): the
+/// capture of a suspend, or the reopen of a resume into a claimed warm
+/// `pod` once it is Ready (a resume into a Pod of the session's own
+/// reopens its tabs before it is Ready, from the mounted state).
+pub(super) fn start_tasks(ctx: &Arc<Context>, bs: &BrowserSession, own: &Identity, stage: &Stage, pod: Option<&Pod>) {
+    match (stage.step, &stage.pod, pod) {
+        (Step::Capture(ip), Some((pod_name, _)), _) => {
+            let browser = Browser { pod: pod_name.clone(), ip, control_secret: stage.control_secret.clone() };
+            crate::suspend::capture::start(ctx, bs, own, browser);
+        }
+        (Step::Resume, _, Some(pod)) if is_claimed_warm(pod) => {
+            let waiting = match ctx.suspends.get(&own.owner.uid) {
+                Some(Capture::Running { .. } | Capture::Reopened { .. }) => true,
+                Some(Capture::Failed(f)) => f.retry_at() > Instant::now(),
+                _ => false,
+            };
+            let Some(ip) = ready_ip(pod).filter(|_| !waiting) else { return };
+            let control_secret = control_secret_of(pod.metadata.annotations.as_ref(), own);
+            let browser = Browser { pod: pod.name_any(), ip, control_secret };
+            crate::suspend::capture::start_reopen(ctx, bs, own, browser);
+        }
+        _ => {}
     }
 }
 
-/// The status of a session with a browser, as the stage shapes it.
+/// A Pod's address once it is Ready.
+fn ready_ip(pod: &Pod) -> Option<IpAddr> {
+    let status = pod.status.as_ref()?;
+    let ready = status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
+    status.pod_ip.as_deref().filter(|_| ready)?.parse().ok()
+}
+
+/// The status of a session with a browser (`pod`), as the stage shapes it.
 pub(super) fn shape(
     ctx: &Context,
     bs: &BrowserSession,
     own: &Identity,
     stage: &Stage,
+    pod: Option<&Pod>,
     new: &mut BrowserSessionStatus,
     now: Timestamp,
 ) {
-    let failure = match ctx.suspends.get(&own.owner.uid) {
+    let entry = ctx.suspends.get(&own.owner.uid);
+    let failure = match &entry {
         Some(Capture::Failed(failure)) => Some(failure),
         _ => None,
     };
+    let reopened = matches!(entry, Some(Capture::Reopened { .. }));
+    let awaiting_reopen = pod.is_some_and(is_claimed_warm) && !reopened;
     let stored = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
-    status::suspend::running(new, &stage.step, failure.as_ref(), stored, now);
+    status::suspend::running(new, &stage.step, failure, awaiting_reopen, stored, now);
 }
 
 /// Before the status that says a resume is done: its saved state goes (a
@@ -127,7 +183,10 @@ pub(super) async fn finish_resume(
     }
     let secrets = ctx.fence.writer::<Secret>(&ctx.client, &own.namespace)?;
     match secrets.delete(&own.names.suspended_state, &DeleteParams::default()).await {
-        Ok(_) => Ok(()),
+        Ok(_) => {
+            ctx.suspends.forget(&own.owner.uid);
+            Ok(())
+        }
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(source) => Err(Error::kube("delete", "Secret", &own.namespace, &own.names.suspended_state)(source)),
     }
@@ -136,7 +195,7 @@ pub(super) async fn finish_resume(
 /// When the session is looked at again, as the stage needs it.
 pub(super) fn next_look(stage: &Stage, planned: Action) -> Action {
     match stage.step {
-        Step::Capture(_) | Step::AwaitCapture => Action::requeue(CAPTURE_LOOK),
+        Step::Capture(_) | Step::AwaitCapture | Step::Resume => Action::requeue(CAPTURE_LOOK),
         Step::CaptureFailed { retry_in } => Action::requeue(retry_in.max(Duration::from_secs(1))),
         _ => planned,
     }

@@ -84,10 +84,14 @@ pub fn parked(
 ///
 /// `stored` are the conditions the session's status holds now: a
 /// condition keeps its transition time while its status stays.
+///
+/// `awaiting_reopen`: the browser is a claimed warm one whose tabs the
+/// operator has not reopened yet (its Ready says nothing of them).
 pub fn running(
     new: &mut BrowserSessionStatus,
     step: &Step,
     failure: Option<&Failure>,
+    awaiting_reopen: bool,
     stored: &[Condition],
     now: Timestamp,
 ) {
@@ -105,26 +109,22 @@ pub fn running(
             let message = format!("{what}; tried again in {}s, the browser keeps running", retry_in.as_secs().max(1));
             replace(new, Cond::new(condition::SUSPENDED, false, SUSPEND_FAILED, message), now);
         }
-        Step::NotForPools => {
-            let message = "suspending a session of a BrowserPool is not built yet (docs/suspend-resume.md); \
-                           the browser keeps running";
-            replace(new, Cond::new(condition::SUSPENDED, false, "NotForPooledSessions", message), now);
-        }
-        Step::Resume => resuming(new, stored, now),
+        Step::Resume => resuming(new, awaiting_reopen, stored, now),
         Step::Park(_) => {}
     }
 }
 
 /// Whether a resume is done: its browser is Ready with the tabs back (the
-/// runtime holds its probe until they are), so the saved state can go.
+/// runtime holds its probe until they are; a claimed warm browser has them
+/// from the operator's `POST /resume`), so the saved state can go.
 pub fn resumed(new: &BrowserSessionStatus, step: &Step) -> bool {
-    matches!(step, Step::Resume) && new.phase == Some(Phase::Ready)
+    matches!(step, Step::Resume) && new.suspend.as_ref().is_some_and(|s| s.state_secret.is_none())
 }
 
-fn resuming(new: &mut BrowserSessionStatus, stored: &[Condition], now: Timestamp) {
+fn resuming(new: &mut BrowserSessionStatus, awaiting_reopen: bool, stored: &[Condition], now: Timestamp) {
     let suspend = new.suspend.get_or_insert_with(SuspendStatus::default);
     let asked = suspend.resume_requested_at.get_or_insert(MicroTime(now)).0;
-    if new.phase == Some(Phase::Ready) {
+    if new.phase == Some(Phase::Ready) && !awaiting_reopen {
         let millis = now.duration_since(asked).as_millis();
         suspend.last_resume_millis = Some(i64::try_from(millis).unwrap_or(i64::MAX).max(0));
         suspend.state_secret = None;
@@ -201,26 +201,38 @@ mod tests {
     fn capturing_failing_and_resuming_say_so_and_a_ready_resume_clears_the_state() {
         let now = Timestamp::now();
         let mut capturing = ready();
-        running(&mut capturing, &Step::AwaitCapture, None, &[], now);
+        running(&mut capturing, &Step::AwaitCapture, None, false, &[], now);
         assert_eq!(capturing.phase, Some(Phase::Suspending));
         assert_eq!(said(&capturing, condition::SUSPENDED).reason, SUSPENDING);
 
         let failure =
             Failure { message: "the runtime answered 503".into(), at: std::time::Instant::now(), attempts: 1 };
         let mut failed = ready();
-        running(&mut failed, &Step::CaptureFailed { retry_in: Duration::from_secs(5) }, Some(&failure), &[], now);
+        running(
+            &mut failed,
+            &Step::CaptureFailed { retry_in: Duration::from_secs(5) },
+            Some(&failure),
+            false,
+            &[],
+            now,
+        );
         assert_eq!(failed.phase, Some(Phase::Ready), "the browser keeps running");
         let c = said(&failed, condition::SUSPENDED);
         assert!(c.reason == SUSPEND_FAILED && c.message.contains("503") && c.message.contains("5s"), "{c:?}");
 
         let saved = SuspendStatus { state_secret: Some("s-suspended".into()), ..SuspendStatus::default() };
         let mut starting = BrowserSessionStatus { phase: Some(Phase::Starting), suspend: Some(saved), ..ready() };
-        running(&mut starting, &Step::Resume, None, &[], now);
+        running(&mut starting, &Step::Resume, None, false, &[], now);
         assert_eq!(starting.phase, Some(Phase::Resuming));
         assert!(!resumed(&starting, &Step::Resume));
         let asked = starting.suspend.as_ref().and_then(|s| s.resume_requested_at.clone()).unwrap();
+        // A claimed warm browser is Ready before its tabs are back: still resuming.
+        let mut claimed = BrowserSessionStatus { phase: Some(Phase::Ready), ..starting.clone() };
+        running(&mut claimed, &Step::Resume, None, true, &starting.conditions, now);
+        assert_eq!(claimed.phase, Some(Phase::Resuming));
+        assert!(!resumed(&claimed, &Step::Resume));
         let mut up = BrowserSessionStatus { phase: Some(Phase::Ready), ..starting.clone() };
-        running(&mut up, &Step::Resume, None, &starting.conditions, now + Duration::from_millis(750));
+        running(&mut up, &Step::Resume, None, false, &starting.conditions, now + Duration::from_millis(750));
         assert!(resumed(&up, &Step::Resume));
         let suspend = up.suspend.clone().unwrap();
         assert_eq!((suspend.state_secret, suspend.last_resume_millis), (None, Some(750)));
@@ -228,7 +240,7 @@ mod tests {
         assert_eq!(said(&up, condition::SUSPENDED).reason, RESUMED);
         // Later reconciles keep what the resume said.
         let mut later = ready();
-        running(&mut later, &Step::Run, None, &up.conditions, now);
+        running(&mut later, &Step::Run, None, false, &up.conditions, now);
         assert_eq!(said(&later, condition::SUSPENDED), said(&up, condition::SUSPENDED));
     }
 }

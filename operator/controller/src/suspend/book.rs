@@ -1,6 +1,7 @@
-//! What the suspend captures found, by session UID, until the session's
-//! status says it: a capture is a task ([`super::capture`]); the session's
-//! reconcile reads its entry ([`super::plan`]).
+//! What the suspend captures (and the reopens of a resume into a claimed
+//! warm browser) found, by session UID, until the session's status says
+//! it: each is a task ([`super::capture`]); the session's reconcile reads
+//! its entry ([`super::plan`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -20,6 +21,12 @@ pub enum Capture {
     Saved(Saved),
     /// The runtime or the API server said no.
     Failed(Failure),
+    /// A resume's saved state is open again in a claimed warm browser
+    /// (`POST /resume`), this long after the request.
+    Reopened {
+        /// From the request to the runtime's answer.
+        millis: i64,
+    },
 }
 
 /// A saved state.
@@ -83,7 +90,7 @@ impl SuspendBook {
 
     /// Records how the running capture of `uid` ended (a failure counts
     /// the failures before it).
-    pub fn finish(&self, uid: &str, outcome: Result<Saved, String>, now: Instant) {
+    pub fn finish(&self, uid: &str, outcome: Result<Capture, String>, now: Instant) {
         let Ok(mut captures) = self.captures.lock() else { return };
         let before = match captures.get(uid) {
             Some(Capture::Running { failed_before, .. }) => *failed_before,
@@ -91,7 +98,7 @@ impl SuspendBook {
             _ => 0,
         };
         let entry = match outcome {
-            Ok(saved) => Capture::Saved(saved),
+            Ok(done) => done,
             Err(message) => Capture::Failed(Failure { message, at: now, attempts: before + 1 }),
         };
         captures.insert(uid.to_owned(), entry);
@@ -139,7 +146,7 @@ mod tests {
         assert_eq!((f.attempts, f.backoff()), (2, Duration::from_secs(10)));
         let many = Failure { attempts: 40, ..f };
         assert_eq!(many.backoff(), Duration::from_secs(300));
-        book.finish("u", Ok(Saved { bytes: 10, tabs: 1, millis: 5 }), now);
+        book.finish("u", Ok(Capture::Saved(Saved { bytes: 10, tabs: 1, millis: 5 })), now);
         assert!(matches!(book.get("u"), Some(Capture::Saved(_))));
         book.retain(&HashSet::new());
         assert!(book.is_empty());

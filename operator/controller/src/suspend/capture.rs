@@ -1,4 +1,5 @@
-//! One capture, as a task: the session's control token (its Secret
+//! One capture (or a resume's reopen in a claimed warm browser), as a
+//! task: the session's control token (its Secret
 //! created once, with 32 random bytes), delivered to the Pod (an annotation
 //! that makes the kubelet refresh its volumes at once), `POST /suspend` to
 //! the runtime with it, the answer checked as a [`playpen_api::suspend::SuspendedState`] and
@@ -16,13 +17,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
-use playpen_api::layout::{CONTROL_TOKEN_FILE, READINESS_PORT, SUSPEND_PATH};
+use playpen_api::layout::{CONTROL_TOKEN_FILE, READINESS_PORT, RESUME_PATH, RESUME_STATE_FILE, SUSPEND_PATH};
 use playpen_api::naming::{delivery_digest, MANAGER};
 use playpen_api::suspend::{self, ParseError};
 use playpen_api::BrowserSession;
 use serde_json::json;
 
-use super::book::Saved;
+use super::book::{Capture, Saved};
 use crate::children::suspend::{control_secret, suspended_state_secret};
 use crate::children::Identity;
 use crate::context::Context;
@@ -43,24 +44,56 @@ const TOKEN_BYTES: usize = 32;
 /// file to the launch-config volume at once.
 pub const CONTROL_ANNOTATION: &str = "playpen.dev/control";
 
-/// Starts a capture of `bs`'s browser (Pod `pod_name` at `ip`) unless one runs.
-pub fn start(ctx: &Arc<Context>, bs: &BrowserSession, id: &Identity, pod_name: &str, ip: IpAddr) {
+/// The browser a task talks to: its Pod, its runtime's address, and the
+/// Secret its launch-config directory takes the control token from (the
+/// session's own, or a claimed warm Pod's).
+#[derive(Debug, Clone)]
+pub struct Browser {
+    /// The Pod's name.
+    pub pod: String,
+    /// Its address.
+    pub ip: IpAddr,
+    /// Its control Secret's name.
+    pub control_secret: String,
+}
+
+/// Starts a capture of `bs`'s `browser` unless a task of the session runs.
+pub fn start(ctx: &Arc<Context>, bs: &BrowserSession, id: &Identity, browser: Browser) {
+    spawn(ctx, bs, id, browser, "capture", |ctx, id, browser, started| async move {
+        capture(&ctx, &id, &browser, started).await.map(Capture::Saved)
+    });
+}
+
+/// Starts reopening `bs`'s saved state in the claimed warm `browser`
+/// (`POST /resume`) unless a task of the session runs.
+pub fn start_reopen(ctx: &Arc<Context>, bs: &BrowserSession, id: &Identity, browser: Browser) {
+    spawn(ctx, bs, id, browser, "reopen", |ctx, id, browser, started| async move {
+        reopen(&ctx, &id, &browser).await?;
+        Ok(Capture::Reopened { millis: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX) })
+    });
+}
+
+/// Runs `task` for the session within [`CAPTURE_WITHIN`], records how it
+/// ended and wakes the session.
+fn spawn<F, Fut>(ctx: &Arc<Context>, bs: &BrowserSession, id: &Identity, browser: Browser, what: &'static str, task: F)
+where
+    F: FnOnce(Arc<Context>, Identity, Browser, Instant) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<Capture, String>> + Send,
+{
     let uid = id.owner.uid.clone();
     if !ctx.suspends.begin(&uid, Instant::now()) {
         return;
     }
-    let (ctx, id, pod_name, session) = (ctx.clone(), id.clone(), pod_name.to_owned(), ObjectRef::from_obj(bs));
+    let (ctx, id, session) = (ctx.clone(), id.clone(), ObjectRef::from_obj(bs));
     tokio::spawn(async move {
         let started = Instant::now();
-        let outcome = tokio::time::timeout(CAPTURE_WITHIN, capture(&ctx, &id, &pod_name, ip, started))
+        let (name, namespace) = (id.name.clone(), id.namespace.clone());
+        let outcome = tokio::time::timeout(CAPTURE_WITHIN, task(ctx.clone(), id, browser, started))
             .await
-            .unwrap_or_else(|_| Err(format!("no saved state within {CAPTURE_WITHIN:?}")));
+            .unwrap_or_else(|_| Err(format!("no answer within {CAPTURE_WITHIN:?}")));
         match &outcome {
-            Ok(saved) => tracing::info!(session = %id.name, namespace = %id.namespace, bytes = saved.bytes,
-                tabs = saved.tabs, millis = saved.millis, "suspend: state saved"),
-            Err(error) => {
-                tracing::warn!(session = %id.name, namespace = %id.namespace, %error, "suspend: capture failed")
-            }
+            Ok(done) => tracing::info!(session = %name, %namespace, ?done, "suspend: {what} done"),
+            Err(error) => tracing::warn!(session = %name, %namespace, %error, "suspend: {what} failed"),
         }
         ctx.suspends.finish(&uid, outcome, Instant::now());
         // The export book's channel wakes any session (see crate::export_watch::book).
@@ -68,10 +101,14 @@ pub fn start(ctx: &Arc<Context>, bs: &BrowserSession, id: &Identity, pod_name: &
     });
 }
 
-async fn capture(ctx: &Context, id: &Identity, pod_name: &str, ip: IpAddr, started: Instant) -> Result<Saved, String> {
-    let token = control_token(ctx, id).await?;
-    deliver(ctx, id, pod_name, &token).await?;
-    let body = ask(SocketAddr::new(ip, READINESS_PORT), &token).await?;
+async fn capture(ctx: &Context, id: &Identity, browser: &Browser, started: Instant) -> Result<Saved, String> {
+    let token = control_token(ctx, id, &browser.control_secret).await?;
+    deliver(ctx, id, &browser.pod, &token).await?;
+    let request = format!(
+        "POST {SUSPEND_PATH} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        browser.ip
+    );
+    let body = ask(SocketAddr::new(browser.ip, READINESS_PORT), request.into_bytes()).await?;
     let (doc, _dropped) = suspend::parse(&body).map_err(|e| unreadable(&e))?;
     let document = doc.to_bytes();
     let (bytes, tabs) = (document.len(), doc.tabs.len());
@@ -92,14 +129,37 @@ fn unreadable(error: &ParseError) -> String {
     }
 }
 
-/// The session's control token: its Secret is created once with a new
-/// random token; when it exists (a 409), the stored one is read.
-async fn control_token(ctx: &Context, id: &Identity) -> Result<String, String> {
+/// Reopens the session's saved state (its `<session>-suspended` Secret)
+/// in `browser`, a warm Pod it claimed.
+async fn reopen(ctx: &Context, id: &Identity, browser: &Browser) -> Result<(), String> {
+    let secrets = ctx.fence.writer::<Secret>(&ctx.client, &id.namespace).map_err(|e| e.to_string())?;
+    let name = &id.names.suspended_state;
+    let saved = secrets.get(name).await.map_err(|e| format!("reading Secret {name}: {e}"))?;
+    let document = saved
+        .data
+        .and_then(|mut d| d.remove(RESUME_STATE_FILE))
+        .ok_or_else(|| format!("Secret {name} has no {RESUME_STATE_FILE}"))?;
+    let token = control_token(ctx, id, &browser.control_secret).await?;
+    deliver(ctx, id, &browser.pod, &token).await?;
+    let head = format!(
+        "POST {RESUME_PATH} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        browser.ip,
+        document.0.len()
+    );
+    let mut request = head.into_bytes();
+    request.extend_from_slice(&document.0);
+    ask(SocketAddr::new(browser.ip, READINESS_PORT), request).await.map(drop)
+}
+
+/// The control token of `secret`: created once with a new random token
+/// (owned by the session); when it exists (a 409), the stored one is read.
+async fn control_token(ctx: &Context, id: &Identity, secret_name: &str) -> Result<String, String> {
     let api = ctx.fence.writer::<Secret>(&ctx.client, &id.namespace).map_err(|e| e.to_string())?;
     let mut random = [0u8; TOKEN_BYTES];
     getrandom::fill(&mut random).map_err(|e| format!("no random bytes for a control token: {e}"))?;
     let fresh: String = random.iter().map(|b| format!("{b:02x}")).collect();
-    let secret = control_secret(id, fresh.as_bytes());
+    let mut secret = control_secret(id, fresh.as_bytes());
+    secret.metadata.name = Some(secret_name.to_owned());
     match api.create(&PostParams { field_manager: Some(MANAGER.into()), ..PostParams::default() }, &secret).await {
         Ok(_) => return Ok(fresh),
         Err(kube::Error::Api(e)) if e.code == 409 => {}
@@ -137,16 +197,13 @@ async fn deliver(ctx: &Context, id: &Identity, pod_name: &str, token: &str) -> R
         .map_err(|e| format!("marking Pod {pod_name}: {e}"))
 }
 
-/// `POST /suspend` until the runtime answers with the state or says why
-/// it cannot: while the token file or the policy that admits the operator
-/// are not in place yet (404, 401, no connection), or a capture runs (409),
-/// it is asked again.
-async fn ask(addr: SocketAddr, token: &str) -> Result<Vec<u8>, String> {
-    let request = format!(
-        "POST {SUSPEND_PATH} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    );
+/// Sends `request` until the runtime answers 200 or says why it cannot:
+/// while the token file or the policy that admits the operator are not in
+/// place yet (404, 401, no connection), or the runtime is busy or still
+/// warm (409), it is asked again.
+async fn ask(addr: SocketAddr, request: Vec<u8>) -> Result<Vec<u8>, String> {
     loop {
-        match exchange(addr, request.as_bytes(), MAX_ANSWER_BYTES, REQUEST_WITHIN).await {
+        match exchange(addr, &request, MAX_ANSWER_BYTES, REQUEST_WITHIN).await {
             Ok(body) => return Ok(body),
             Err(FetchError::NotFound | FetchError::Unreachable(_)) => {}
             Err(FetchError::Status { line, .. }) if line.contains(" 401 ") || line.contains(" 409 ") => {}

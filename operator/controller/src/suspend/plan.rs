@@ -21,8 +21,6 @@ pub enum PodFact {
 pub struct Facts {
     /// `spec.suspended`.
     pub suspended: bool,
-    /// The session's browser comes from a BrowserPool.
-    pub pooled: bool,
     /// Its status says `Suspended`: the Pod was freed.
     pub parked: bool,
     /// Its status names a saved state not resumed yet.
@@ -63,8 +61,6 @@ pub enum Step {
         /// Until the next try.
         retry_in: Duration,
     },
-    /// The plain reconcile; a pooled session is not suspended (not built yet).
-    NotForPools,
     /// No browser: its Pod deleted, the status `Suspended`.
     Park(Parking),
 }
@@ -73,9 +69,6 @@ pub enum Step {
 pub fn plan(facts: &Facts) -> Step {
     if !facts.suspended {
         return if facts.state_saved { Step::Resume } else { Step::Run };
-    }
-    if facts.pooled {
-        return Step::NotForPools;
     }
     // Suspended again before a resume was Ready: the saved state stays.
     if facts.parked || facts.state_saved {
@@ -103,7 +96,6 @@ mod tests {
     fn facts() -> Facts {
         Facts {
             suspended: true,
-            pooled: false,
             parked: false,
             state_saved: false,
             capture: None,
@@ -136,11 +128,10 @@ mod tests {
     }
 
     #[test]
-    fn a_browser_not_ready_is_parked_empty_and_a_pooled_session_is_not_parked() {
+    fn a_browser_not_ready_is_parked_empty() {
         for pod in [PodFact::NotReady, PodFact::Absent] {
             assert_eq!(plan(&Facts { pod, ..facts() }), Step::Park(Parking::Empty));
         }
-        assert_eq!(plan(&Facts { pooled: true, ..facts() }), Step::NotForPools);
     }
 
     #[test]
