@@ -103,11 +103,7 @@ impl StandIn {
 async fn read_request(stream: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
     let mut bytes = Vec::new();
     let mut chunk = [0u8; 8192];
-    loop {
-        let Ok(n) = stream.read(&mut chunk).await else { break };
-        if n == 0 {
-            break;
-        }
+    while let Ok(n @ 1..) = stream.read(&mut chunk).await {
         bytes.extend_from_slice(&chunk[..n]);
         let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
         let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
