@@ -1,10 +1,13 @@
 //! Suspend/resume benchmark driver through the operator, State path (run by
 //! `tests/bench/suspend/operator.sh`, not a test): on the single-node
-//! cluster, N sessions one after another, each with three tabs holding a
-//! form value; per session: its cold start (apply → Ready, the baseline in
-//! the same run), suspend (`spec.suspended: true` → phase `Suspended`, →
-//! Pod gone), the saved bytes, and resume (`false` → Ready with the tabs
-//! back, → first `playwright-cli` command answered with three tabs).
+//! cluster, N rounds one after another, each with two sessions of three
+//! tabs holding a form value: one with its own browser, one from a
+//! BrowserPool (minReady 1). Per session: its start (apply → Ready: a cold
+//! start, the baseline in the same run, or a warm claim), suspend
+//! (`spec.suspended: true` → phase `Suspended`, → Pod gone), the saved
+//! bytes, and resume (`false` → Ready with the tabs back, → first
+//! `playwright-cli` command answered with three tabs): into a new Pod of
+//! its own, or into a warm Pod it claims (the pool refilled first).
 //!
 //! The first command goes through `kubectl exec` (about 100 ms of its own),
 //! as an agent outside the Pod would send it.
@@ -13,11 +16,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context as _};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
-use playpen_api::v1alpha1::{BrowserSessionStatus, Phase};
+use playpen_api::naming::{POOL_LABEL, POOL_STATE_LABEL, POOL_STATE_WARM};
+use playpen_api::v1alpha1::{BrowserPool, BrowserSessionStatus, Phase};
 use playpen_api::BrowserSession;
-use playpen_tests::{client, fixtures, kubectl, quantile};
+use playpen_tests::{client, fixtures, kubectl, pod_is_ready, quantile};
 use serde_json::json;
 
 const IMAGE: &str = "playpen/browser:dev";
@@ -74,24 +78,71 @@ async fn set_suspended(sessions: &Api<BrowserSession>, name: &str, suspended: bo
     Ok(())
 }
 
-async fn one_session(client: &Client, ns: &str, i: usize, toleration: &serde_json::Value) -> anyhow::Result<Sample> {
-    let name = format!("parked-{i}");
-    let bs = fixtures::session(
-        &name,
-        json!({"image": IMAGE, "imagePullPolicy": "Never",
-            "launchConfig": {"executablePath": "/usr/bin/chromium",
-                "args": ["--disable-background-networking", "--disable-component-update"]},
-            "network": {"egress": {"mode": "DenyAll"}},
-            "pod": {"tolerations": toleration}}),
-    )?;
+/// The browser every session runs (a session's own, or the pool's template).
+fn browser(toleration: &serde_json::Value) -> serde_json::Value {
+    json!({"image": IMAGE, "imagePullPolicy": "Never",
+        "launchConfig": {"executablePath": "/usr/bin/chromium",
+            "args": ["--disable-background-networking", "--disable-component-update"]},
+        "pod": {"tolerations": toleration}})
+}
+
+const POOL: &str = "bench-parking";
+
+async fn create_pool(client: &Client, ns: &str, toleration: &serde_json::Value) -> anyhow::Result<()> {
+    let pool: BrowserPool = serde_json::from_value(json!({
+        "apiVersion": "playpen.dev/v1alpha1", "kind": "BrowserPool", "metadata": {"name": POOL},
+        "spec": {"minReady": 1, "maxSize": 3, "template": browser(toleration)}
+    }))?;
+    Api::<BrowserPool>::namespaced(client.clone(), ns).create(&PostParams::default(), &pool).await?;
+    Ok(())
+}
+
+/// Waits for the pool's warm Pod to be Ready.
+async fn pool_full(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let params = ListParams::default().labels(&format!("{POOL_LABEL}={POOL},{POOL_STATE_LABEL}={POOL_STATE_WARM}"));
+    let t0 = Instant::now();
+    loop {
+        let warm = pods.list(&params).await?.items;
+        if warm.iter().any(|p| p.metadata.deletion_timestamp.is_none() && pod_is_ready(p)) {
+            return Ok(());
+        }
+        if t0.elapsed() > WITHIN {
+            bail!("no Ready warm Pod of {POOL} within {WITHIN:?}");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn one_session(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    pooled: bool,
+    toleration: &serde_json::Value,
+) -> anyhow::Result<Sample> {
+    let spec = match pooled {
+        true => json!({"pool": {"name": POOL}, "network": {"egress": {"mode": "DenyAll"}}}),
+        false => {
+            let mut spec = browser(toleration);
+            spec["network"] = json!({"egress": {"mode": "DenyAll"}});
+            spec
+        }
+    };
+    if pooled {
+        pool_full(client, ns).await?;
+    }
+    let name = name.to_owned();
+    let bs = fixtures::session(&name, spec)?;
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let mut sample = Sample::default();
     let t0 = Instant::now();
     sessions.create(&PostParams::default(), &bs).await?;
     let ready = |s: &BrowserSessionStatus| s.phase == Some(Phase::Ready);
-    (sample.cold_ready, _) = status_when(&sessions, &name, t0, ready).await?;
-    let pod = format!("{name}-browser");
+    let (took, placed) = status_when(&sessions, &name, t0, ready).await?;
+    sample.cold_ready = took;
+    let pod = placed.pod_name.context("a Ready session names no Pod")?;
     cli(ns, &pod, &["goto", &tab(0)]).await?;
     for t in 1..3 {
         cli(ns, &pod, &["tab-new", &tab(t)]).await?;
@@ -119,9 +170,15 @@ async fn one_session(client: &Client, ns: &str, i: usize, toleration: &serde_jso
     }
     sample.pod_gone = t0.elapsed().as_secs_f64();
 
+    if pooled {
+        pool_full(client, ns).await?;
+    }
     let t0 = Instant::now();
     set_suspended(&sessions, &name, false).await?;
-    (sample.resume_ready, _) = status_when(&sessions, &name, t0, ready).await?;
+    let (took, resumed) = status_when(&sessions, &name, t0, ready).await?;
+    sample.resume_ready = took;
+    let pod = resumed.pod_name.context("a resumed session names no Pod")?;
+    ensure!(!pooled || resumed.pool.as_ref().is_some_and(|p| p.claimed), "{name}: resumed cold, not into a warm claim");
     loop {
         if let Ok(tabs) = cli(ns, &pod, &["tab-list"]).await {
             if tabs.matches("data:text/html").count() == 3 {
@@ -139,6 +196,9 @@ async fn one_session(client: &Client, ns: &str, i: usize, toleration: &serde_jso
     Ok(sample)
 }
 
+/// One figure of a sample.
+type Column = fn(&Sample) -> f64;
+
 fn stats(v: Vec<f64>) -> (f64, f64) {
     (quantile(&v, 0.5), quantile(&v, 0.99))
 }
@@ -153,30 +213,40 @@ async fn main() -> anyhow::Result<()> {
         None => json!([]),
     };
     let client = client().await?;
-    let mut samples = Vec::new();
+    create_pool(&client, &namespace, &toleration).await?;
+    let (mut own, mut pooled) = (Vec::new(), Vec::new());
+    // Interleaved, so that both see the same machine load.
     for i in 0..n {
-        let s = one_session(&client, &namespace, i, &toleration).await?;
-        eprintln!("session {i}: {s:?}");
-        samples.push(s);
+        let s = one_session(&client, &namespace, &format!("own-{i}"), false, &toleration).await?;
+        eprintln!("own {i}: {s:?}");
+        own.push(s);
+        let s = one_session(&client, &namespace, &format!("pooled-{i}"), true, &toleration).await?;
+        eprintln!("pooled {i}: {s:?}");
+        pooled.push(s);
     }
-    let col = |f: fn(&Sample) -> f64| stats(samples.iter().map(f).collect());
-    let seconds: [(&str, (f64, f64)); 6] = [
-        ("baseline: cold start, apply → Ready", col(|s| s.cold_ready)),
-        ("suspend: spec.suspended true → phase Suspended", col(|s| s.suspended)),
-        ("suspend: → Pod gone (browser closed)", col(|s| s.pod_gone)),
-        ("resume: spec.suspended false → Ready (tabs back)", col(|s| s.resume_ready)),
-        ("resume: → first playwright-cli command, 3 tabs", col(|s| s.resume_first_command)),
-        ("operator's capture (status.suspend.suspendMillis)", col(|s| s.capture_ms / 1000.0)),
+    println!("\nSuspend and resume through the operator, State path, {n} sessions of 3 tabs each way, seconds\n");
+    println!("{:<55} {:>8} {:>8} {:>8} {:>8}", "stage", "own p50", "own p99", "pool p50", "pool p99");
+    let rows: [(&str, Column); 6] = [
+        ("start: apply → Ready (own: cold start; pool: claim)", |s| s.cold_ready),
+        ("suspend: spec.suspended true → phase Suspended", |s| s.suspended),
+        ("suspend: → Pod gone (browser closed)", |s| s.pod_gone),
+        ("resume: spec.suspended false → Ready (tabs back)", |s| s.resume_ready),
+        ("resume: → first playwright-cli command, 3 tabs", |s| s.resume_first_command),
+        ("operator's capture (status.suspend.suspendMillis)", |s| s.capture_ms / 1000.0),
     ];
-    println!("\nSuspend and resume through the operator, State path, {n} sessions of 3 tabs, seconds\n");
-    println!("{:<55} {:>8} {:>8}", "stage", "p50", "p99");
-    for (label, (p50, p99)) in seconds {
-        println!("{label:<55} {p50:>8.2} {p99:>8.2}");
+    for (label, f) in rows {
+        let (a, b) = stats(own.iter().map(f).collect());
+        let (c, d) = stats(pooled.iter().map(f).collect());
+        println!("{label:<55} {a:>8.2} {b:>8.2} {c:>8.2} {d:>8.2}");
     }
-    let (bytes, _) = col(|s| s.bytes);
+    let (bytes, _) = stats(own.iter().chain(&pooled).map(|s| s.bytes).collect());
     println!("{:<55} {bytes:>8.0}", "saved state, bytes (p50)");
-    let (cold, _) = col(|s| s.cold_ready);
-    let (resume, _) = col(|s| s.resume_ready);
-    println!("\nresume → Ready p50 / cold start p50 = {:.2}x", resume / cold);
+    let p50 = |v: &[Sample], f: Column| stats(v.iter().map(f).collect()).0;
+    let cold = p50(&own, |s| s.cold_ready);
+    println!(
+        "\nresume → Ready p50 / cold start p50: own {:.2}x, pooled (warm claim) {:.2}x",
+        p50(&own, |s| s.resume_ready) / cold,
+        p50(&pooled, |s| s.resume_ready) / cold
+    );
     Ok(())
 }
