@@ -83,15 +83,18 @@ pub const EXPORT_STATUS_PATH: &str = "/export";
 /// [`crate::suspend::SuspendedState`] document). Offered only while
 /// [`CONTROL_TOKEN_FILE`] exists, and only to a request bearing its token.
 pub const SUSPEND_PATH: &str = "/suspend";
-/// Path on [`READINESS_PORT`] where the operator reopens a saved state in
-/// the running browser (`POST`, the [`crate::suspend::SuspendedState`]
-/// document as the body): a resume into a claimed warm Pod. The same token
-/// as [`SUSPEND_PATH`].
+/// The path on [`READINESS_PORT`] where the operator hands a running
+/// session a suspended state to reopen (`POST`, the
+/// [`crate::suspend::SuspendedState`] document as the body, at most
+/// [`crate::suspend::MAX_DOCUMENT_BYTES`]): a warm Pod it just claimed gets
+/// its tabs back without a file delivered through a volume, and the answer
+/// says when they are back. Guarded like [`SUSPEND_PATH`], and never run at
+/// the same time as a capture.
 pub const RESUME_PATH: &str = "/resume";
 /// File name, inside [`LAUNCH_CONFIG_DIR`], of the bearer token a request to
-/// [`SUSPEND_PATH`] must carry (`Authorization: Bearer <token>`). The
+/// [`SUSPEND_PATH`] or [`RESUME_PATH`] must carry (`Authorization: Bearer <token>`). The
 /// operator writes it into the launch-config Secret; without it the runtime
-/// does not offer suspend at all.
+/// does not offer suspend or resume at all.
 pub const CONTROL_TOKEN_FILE: &str = "control-token";
 /// Where the container writes its termination message.
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";

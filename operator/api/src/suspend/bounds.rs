@@ -42,6 +42,48 @@ pub enum ParseError {
     Format(u32),
 }
 
+impl ParseError {
+    /// What is wrong, quoting nothing of the document: serde's own messages
+    /// quote the offending value, and a garbled document may hold a cookie
+    /// where a number belongs. It gives the JSON error's kind and position,
+    /// the field a document misses, or what the schema expected there.
+    pub fn without_values(&self) -> String {
+        match self {
+            Self::TooLarge(bytes) => {
+                format!("the document is {bytes} bytes, over the {MAX_DOCUMENT_BYTES} it may take")
+            }
+            Self::Format(_) => format!("the document's format is not {FORMAT}, the only one this runtime reads"),
+            Self::Shape(e) => {
+                let at = format!("at line {} column {}", e.line(), e.column());
+                match schema_words(&e.to_string()) {
+                    Some(what) => format!("not a suspended-state document of format {FORMAT}: {what} ({at})"),
+                    None => {
+                        format!("not a suspended-state document of format {FORMAT} ({:?} error {at})", e.classify())
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The part of a serde message that comes from the schema, not the input
+/// (pure): the name of a missing field, or what was expected. `None` when
+/// the message has neither (a syntax error: its kind and position say it).
+fn schema_words(message: &str) -> Option<String> {
+    let message = message.split(" at line ").next().unwrap_or_default();
+    if let Some(rest) = message.strip_prefix("missing field `") {
+        let name = rest.split('`').next().unwrap_or_default();
+        let ours = !name.is_empty() && name.len() <= 32 && name.chars().all(|c| c.is_ascii_alphanumeric());
+        return ours.then(|| format!("missing field `{name}`"));
+    }
+    // `invalid type: string "…", expected u32`: the value comes first, the
+    // schema's words after the last `, expected ` (a value holding those
+    // words is still before it). Only plain words are kept.
+    let expected = &message[message.rfind(", expected ")? + ", expected ".len()..];
+    let plain = expected.len() <= 80 && expected.chars().all(|c| c.is_ascii_alphanumeric() || " `,_".contains(c));
+    plain.then(|| format!("a value of the wrong type or kind, expected {expected}"))
+}
+
 /// Reads stored bytes: size first (before any parsing), then shape and
 /// format, then [`sanitise`], so a hand-edited document is held to the
 /// same bounds as a captured one.

@@ -172,6 +172,32 @@ fn stored_bytes_are_refused_by_size_shape_and_format_before_anything_else() {
     assert_eq!(parse(&bytes).unwrap().0, d, "unknown fields are ignored");
 }
 
+#[test]
+fn a_refusal_names_what_is_wrong_without_quoting_the_document() {
+    let secret = "s3ssion-cookie-value";
+    let reason = |bytes: &[u8]| parse(bytes).unwrap_err().without_values();
+    let wrong_type = reason(format!(r#"{{"format":"{secret}","capturedAtMs":1}}"#).as_bytes());
+    assert!(wrong_type.contains("expected u32") && wrong_type.contains("line 1"), "{wrong_type}");
+    let sneaky = reason(format!(r#"{{"format":"{secret}, expected {secret}"}}"#).as_bytes());
+    assert!(sneaky.contains("expected u32"), "the schema's words come last: {sneaky}");
+    let variant = format!(
+        r#"{{"format":1,"capturedAtMs":1,"storage":{{"cookies":[],"origins":[]}},"active":0,
+            "tabs":[{{"url":"http://a/","scrollX":0,"scrollY":0,"fields":[{{"key":{{"by":"{secret}"}},"value":{{}}}}]}}]}}"#
+    );
+    let missing = reason(br#"{"format":1}"#);
+    assert!(missing.contains("missing field `capturedAtMs`"), "{missing}");
+    let syntax = reason(format!(r#"{{"format": 1, "{secret}"#).as_bytes());
+    assert!(syntax.contains("error at line 1"), "{syntax}");
+    let mut d = doc(vec![], 0);
+    d.format = 7;
+    let format = parse(&d.to_bytes()).unwrap_err().without_values();
+    assert!(!format.contains('7'), "{format}");
+    for said in [wrong_type, sneaky, reason(variant.as_bytes()), missing, syntax, format] {
+        assert!(!said.contains(secret) && !said.contains('"'), "{said}");
+    }
+    assert_eq!(schema_words("invalid type: string \"x\", expected a \"quoted\" thing"), None);
+}
+
 fn any_url() -> impl Strategy<Value = String> {
     prop_oneof![
         "[a-z]{1,8}".prop_map(|p| format!("http://127.0.0.1/{p}")),

@@ -101,7 +101,9 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     // First: the kubelet's first probe is held, not refused, while the checks run.
     let (tell_readiness, readiness_config) = watch::channel(None);
     let tally = Arc::new(egress_proxy::Tally::default());
-    let control = Arc::new(expose::control::Control::new(&opts.control_token));
+    // A reopen through POST /resume is a use of the session for the idle clock.
+    let (resumed, resumes) = watch::channel(tokio::time::Instant::now());
+    let control = Arc::new(expose::control::Control::new(&opts.control_token, resumed).with_config_path(&opts.config));
     tokio::spawn(health::serve(health::bind_at(opts.readiness_addr())?, readiness_config, tally.clone(), control));
     let prepared = prepare::prepare(opts)?;
     let config = &prepared.config;
@@ -275,7 +277,7 @@ async fn run_session(opts: &Options) -> Result<Ended, Fatal> {
     }
     let mut retention_task = tokio::spawn(retention::retain(opts.config.clone().into(), config.clone(), opts.clone()));
     let guard = pristine::warm_guard(config, opts, &managed, state_rx.clone(), viewers.clone());
-    let idle = idle::session_idle_reached(config, opts, state_rx.clone(), viewers);
+    let idle = idle::session_idle_reached(config, opts, state_rx.clone(), viewers, resumes);
 
     let lifetime = lifetime::lifetime_reached(opts.config.clone().into(), config.clone(), opts.retention_interval());
     let rules_added = async {

@@ -6,7 +6,8 @@
 //! Anyone who reaches the Pod's address learns one bit (ready or not) and
 //! nothing else: the reason goes to this runtime's log, once per change.
 //! `POST /suspend` answers the session's suspended state to the operator
-//! bearing the control token ([`super::control`]).
+//! bearing the control token, and `POST /resume` reopens one it sends
+//! ([`super::control`]).
 //! `GET /egress` answers what the egress proxy counted
 //! ([`playpen_api::egress_report`], empty without host rules): the
 //! operator reads it for Events and metrics. `GET /export` answers the
@@ -26,13 +27,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use playpen_api::export_status::{ExportStatus, EXPORT_STATE_DIR, EXPORT_STATUS_FILE, MAX_STATUS_BYTES};
-use playpen_api::layout::{EGRESS_REPORT_PATH, EXPORT_STATUS_PATH, READINESS_PATH, SUSPEND_PATH};
+use playpen_api::layout::{EGRESS_REPORT_PATH, EXPORT_STATUS_PATH, READINESS_PATH, RESUME_PATH, SUSPEND_PATH};
 use playpen_api::runtime_config::RuntimeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
-use super::control::{bearer, Answer, Control};
+use super::control::body::{self, DISCARD_MAX};
+use super::control::{bearer, Answer, Control, ResumeRequest};
 use super::egress_proxy::Tally;
 use crate::error::Fatal;
 use crate::probe;
@@ -46,9 +48,6 @@ const READ_WITHIN: Duration = Duration::from_secs(2);
 const WRITE_WITHIN: Duration = Duration::from_secs(1);
 /// How long writing a suspended state (up to 512 KiB) may take.
 const WRITE_DOCUMENT_WITHIN: Duration = Duration::from_secs(10);
-/// The most request body read (and ignored): reading it lets the answer
-/// reach a client that sent one, where closing with unread bytes resets.
-const BODY_MAX: usize = 4096;
 /// Connections answered at once; more are closed unanswered. The kubelet
 /// sends one probe at a time.
 const MAX_CONNECTIONS: usize = 4;
@@ -126,9 +125,11 @@ enum Request {
     Suspend {
         /// The token after `Authorization: Bearer `.
         bearer: Option<Vec<u8>>,
-        /// Body bytes announced and not yet read, at most [`BODY_MAX`].
+        /// Body bytes announced and not yet read, at most [`DISCARD_MAX`].
         unread: usize,
     },
+    /// `POST /resume`: the document is its body, read once it is admitted.
+    Resume(ResumeRequest),
     /// Anything else that ended its head.
     Other,
 }
@@ -169,13 +170,19 @@ fn classify(head: &[u8]) -> Request {
         let target = line.strip_prefix(method).and_then(|rest| rest.split(|b| *b == b' ').next());
         target.unwrap_or_default().split(|b| *b == b'?').next().unwrap_or_default()
     };
-    if path_of(b"POST ") == SUSPEND_PATH.as_bytes() {
-        let announced = header(head, b"content-length")
-            .and_then(|v| std::str::from_utf8(v).ok()?.parse::<usize>().ok())
-            .unwrap_or(0);
+    let post = path_of(b"POST ");
+    if post == SUSPEND_PATH.as_bytes() || post == RESUME_PATH.as_bytes() {
+        let length = body::length(header(head, b"content-length"), header(head, b"transfer-encoding"));
         let body_start = head.windows(4).position(|w| w == b"\r\n\r\n").map_or(head.len(), |at| at + 4);
-        let unread = announced.saturating_sub(head.len() - body_start).min(BODY_MAX);
         let bearer = header(head, b"authorization").and_then(bearer).map(<[u8]>::to_vec);
+        if post == RESUME_PATH.as_bytes() {
+            return Request::Resume(ResumeRequest { bearer, length, received: head[body_start..].to_vec() });
+        }
+        let announced = match length {
+            body::Length::Announced(n) => n,
+            _ => 0,
+        };
+        let unread = announced.saturating_sub(head.len() - body_start).min(DISCARD_MAX);
         return Request::Suspend { bearer, unread };
     }
     let path = path_of(b"GET ");
@@ -205,21 +212,6 @@ async fn verdict(config: &mut watch::Receiver<Option<RuntimeConfig>>) -> Result<
     }
 }
 
-/// Reads and drops up to `unread` body bytes, briefly.
-async fn drain(stream: &mut TcpStream, unread: usize) {
-    let mut sink = [0u8; BODY_MAX];
-    let mut left = unread.min(BODY_MAX);
-    let _ = tokio::time::timeout(READ_WITHIN, async {
-        while left > 0 {
-            match stream.read(&mut sink[..left]).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => left -= n,
-            }
-        }
-    })
-    .await;
-}
-
 async fn answer(
     mut stream: TcpStream,
     mut config: watch::Receiver<Option<RuntimeConfig>>,
@@ -230,10 +222,16 @@ async fn answer(
     let Some(request) = read_head(&mut stream).await else { return };
     let (status, body) = match request {
         Request::Suspend { bearer, unread } => {
-            drain(&mut stream, unread).await;
+            body::discard(&mut stream, unread, READ_WITHIN).await;
             let known = config.borrow().clone();
             let answer = control.suspend(bearer.as_deref(), known).await;
             write_answer(&mut stream, &answer, WRITE_DOCUMENT_WITHIN).await;
+            return;
+        }
+        Request::Resume(request) => {
+            let known = config.borrow().clone();
+            let answer = control.resume(request, &mut stream, known).await;
+            write_answer(&mut stream, &answer, WRITE_WITHIN).await;
             return;
         }
         Request::Other => ("404 Not Found", String::new()),
@@ -283,6 +281,7 @@ fn export_status(output_dir: &Path) -> Option<ExportStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::expose::control::body::Length;
     use std::net::Ipv4Addr;
     use std::os::unix::net::UnixListener;
 
@@ -295,7 +294,7 @@ mod tests {
     }
 
     fn no_control() -> Arc<Control> {
-        Arc::new(Control::new("/nonexistent/control-token"))
+        Arc::new(super::super::control::tests::control("/nonexistent/control-token"))
     }
 
     const PROBE: &[u8] = b"GET /readyz HTTP/1.1\r\nHost: 10.0.0.5:9321\r\nUser-Agent: kube-probe/1.35\r\n\r\n";
@@ -366,9 +365,58 @@ mod tests {
         let head = b"POST /suspend HTTP/1.1\r\nHost: x\r\nauthorization: Bearer t0k\r\nContent-Length: 7\r\n\r\n{}";
         assert_eq!(classify(head), Request::Suspend { bearer: Some(b"t0k".to_vec()), unread: 5 });
         let huge = b"POST /suspend?x HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n";
-        assert_eq!(classify(huge), Request::Suspend { bearer: None, unread: BODY_MAX });
+        assert_eq!(classify(huge), Request::Suspend { bearer: None, unread: DISCARD_MAX });
         assert_eq!(classify(b"GET /suspend HTTP/1.1\r\n\r\n"), Request::Other, "only POST");
         assert_eq!(classify(b"POST /readyz HTTP/1.1\r\nAuthorization: Bearer x\r\n\r\n"), Request::Other);
+    }
+
+    #[test]
+    fn a_resume_request_keeps_its_length_and_the_body_bytes_that_came_with_the_head() {
+        let resume = |head: &[u8]| match classify(head) {
+            Request::Resume(request) => request,
+            other => panic!("{other:?}"),
+        };
+        let got = resume(b"POST /resume HTTP/1.1\r\nAuthorization: Bearer t0k\r\nContent-Length: 7\r\n\r\n{\"a\"");
+        assert_eq!(
+            got,
+            ResumeRequest { bearer: Some(b"t0k".to_vec()), length: Length::Announced(7), received: b"{\"a\"".to_vec() }
+        );
+        assert_eq!(resume(b"POST /resume HTTP/1.1\r\n\r\n").length, Length::Missing);
+        let chunked = resume(b"POST /resume HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!(chunked.length, Length::Missing);
+        assert_eq!(resume(b"POST /resume HTTP/1.1\r\nContent-Length: -5\r\n\r\n").length, Length::Malformed);
+        let huge = resume(b"POST /resume?x HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n");
+        assert_eq!((huge.length, huge.bearer), (Length::Announced(99_999_999), None));
+        assert_eq!(classify(b"GET /resume HTTP/1.1\r\n\r\n"), Request::Other, "only POST");
+    }
+
+    #[tokio::test]
+    async fn resume_refuses_a_missing_or_oversized_length_unread_and_quotes_no_garbage() {
+        let tmp = tempfile::tempdir().unwrap();
+        let token = tmp.path().join("control-token");
+        std::fs::write(&token, b"right\n").unwrap();
+        let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (_tell, known) = watch::channel(Some(session(tmp.path())));
+        tokio::spawn(serve(listener, known, Arc::default(), Arc::new(super::super::control::tests::control(&token))));
+        let auth = "Authorization: Bearer right\r\n";
+        let answer =
+            ask(addr, format!("POST /resume HTTP/1.1\r\n{auth}Content-Length: 9999999\r\n\r\n").as_bytes()).await;
+        assert!(answer.starts_with("HTTP/1.1 413 "), "{answer}");
+        let answer = ask(addr, format!("POST /resume HTTP/1.1\r\n{auth}\r\n").as_bytes()).await;
+        assert!(answer.starts_with("HTTP/1.1 411 "), "{answer}");
+        let answer = ask(addr, b"POST /resume HTTP/1.1\r\nContent-Length: 9999999\r\n\r\n").await;
+        assert!(answer.starts_with("HTTP/1.1 401 "), "the token before anything else: {answer}");
+        let garbage = r#"{"format":1,"capturedAtMs":"s3ssion-cookie"}"#;
+        let post = format!("POST /resume HTTP/1.1\r\n{auth}Content-Length: {}\r\n\r\n{garbage}", garbage.len());
+        let answer = ask(addr, post.as_bytes()).await;
+        assert!(answer.starts_with("HTTP/1.1 400 ") && answer.contains("Cache-Control: no-store"), "{answer}");
+        assert!(answer.contains("expected u64") && !answer.contains("s3ssion"), "{answer}");
+        // A whole document and no daemon: the step is named, nothing else.
+        let doc = String::from_utf8(playpen_api::suspend::SuspendedState::new(1).to_bytes()).unwrap();
+        let post = format!("POST /resume HTTP/1.1\r\n{auth}Content-Length: {}\r\n\r\n{doc}", doc.len());
+        let answer = ask(addr, post.as_bytes()).await;
+        assert!(answer.ends_with(r#"{"error":"the reopen failed","step":"find-daemon"}"#), "{answer}");
     }
 
     #[tokio::test]
@@ -378,7 +426,7 @@ mod tests {
         let listener = bind_at(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
         let (_tell, known) = watch::channel(Some(session(tmp.path())));
-        tokio::spawn(serve(listener, known, Arc::default(), Arc::new(Control::new(&token))));
+        tokio::spawn(serve(listener, known, Arc::default(), Arc::new(super::super::control::tests::control(&token))));
         let post = |auth: &str| format!("POST /suspend HTTP/1.1\r\n{auth}Content-Length: 2\r\n\r\n{{}}");
         let answer = ask(addr, post("Authorization: Bearer right\r\n").as_bytes()).await;
         assert!(answer.starts_with("HTTP/1.1 404 "), "{answer}");

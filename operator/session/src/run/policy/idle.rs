@@ -9,7 +9,10 @@
 //! dashboard opens that file while the session is idle (strace:
 //! docs/session-runtime.md, The activity signal), so an `IN_OPEN` of that
 //! file is a client's command.
-//! A (re)start of the daemon counts as use too, and so does a change of the
+//! A (re)start of the daemon counts as use too, and so does a reopen of a
+//! suspended state through `POST /resume` (a resumed session was idle for as
+//! long as it was suspended; the reopen is its first use since), and so does
+//! a change of the
 //! timeout: a setting delivered to a running Pod (a claim hands a warm Pod,
 //! idle since its start, the session's timeout; an edit of a running
 //! session's) counts from when it arrives, never closing the session at
@@ -127,6 +130,18 @@ pub fn watch_uses(base: &Path, session: &str, uses: watch::Sender<Instant>) -> s
     Ok(())
 }
 
+/// Sends each time `from` carries on to `uses`, until either side is gone.
+fn forward_uses(mut from: watch::Receiver<Instant>, uses: watch::Sender<Instant>) {
+    tokio::spawn(async move {
+        while from.changed().await.is_ok() {
+            let at = *from.borrow_and_update();
+            if uses.send(at).is_err() {
+                return;
+            }
+        }
+    });
+}
+
 /// How often a command still in flight is looked for again.
 const BUSY_POLL: Duration = Duration::from_secs(1);
 
@@ -217,12 +232,14 @@ where
 
 /// Resolves once no client has used the session for `idleTimeoutSeconds`
 /// (re-read from `runtime.json` every retention interval); never when the
-/// use of the session cannot be watched.
+/// use of the session cannot be watched. `resumes` carries the time of each
+/// reopen through `POST /resume`.
 pub(crate) fn session_idle_reached(
     config: &RuntimeConfig,
     opts: &Options,
     mut daemon: watch::Receiver<DaemonState>,
     viewers: Arc<AtomicUsize>,
+    resumes: watch::Receiver<Instant>,
 ) -> impl std::future::Future<Output = Duration> {
     let (uses_tx, uses_rx) = watch::channel(tokio::time::Instant::now());
     let watching = match watch_uses(Path::new(&config.daemon_session_dir), &config.session_name, uses_tx.clone()) {
@@ -232,6 +249,7 @@ pub(crate) fn session_idle_reached(
             false
         }
     };
+    forward_uses(resumes, uses_tx.clone());
     // A (re)started daemon counts as use: the clock runs from when the browser is there.
     tokio::spawn(async move {
         while daemon.changed().await.is_ok() {
@@ -308,6 +326,20 @@ mod tests {
         let source = timeouts.clone();
         let reload = move || Some(*source.lock().unwrap());
         (tokio::spawn(idle_reached(timeout, Duration::from_secs(1), reload, || false, rx)), timeouts)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_resume_is_a_use() {
+        let (uses_tx, rx) = watch::channel(Instant::now());
+        let (resumed, resumes) = watch::channel(Instant::now());
+        forward_uses(resumes, uses_tx);
+        let (task, _) = clock_with(Some(Duration::from_secs(3)), rx);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        resumed.send_replace(Instant::now());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(!task.is_finished(), "the resume reset the clock");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(task.is_finished(), "three seconds after the resume, idle");
     }
 
     #[tokio::test(start_paused = true)]

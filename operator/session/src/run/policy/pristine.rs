@@ -174,7 +174,9 @@ fn evidence(guard: &Guard, settled: Option<&BTreeSet<u32>>, used: bool) -> Optio
 }
 
 /// Whether `runtime.json` still says warm (or cannot be read).
-fn still_warm(config_path: &Path) -> bool {
+/// Whether `runtime.json` still says the browser is warm (unreadable: it
+/// is, the careful answer for a guard).
+pub(crate) fn still_warm(config_path: &Path) -> bool {
     match load(config_path) {
         Ok(config) => config.warm,
         Err(err) => {

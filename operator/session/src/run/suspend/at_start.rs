@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use playpen_api::runtime_config::RuntimeConfig;
-use playpen_api::suspend::ParseError;
 use tokio::sync::watch;
 
 use super::{read_document, resume, tab_line, SuspendError};
@@ -113,18 +112,15 @@ pub async fn reopen_once(config: RuntimeConfig, file: PathBuf, held: Pending, mu
 /// value (a garbled document may hold a cookie where a number belongs).
 fn refusal(err: &SuspendError) -> String {
     match err {
-        SuspendError::Document(ParseError::Shape(e)) => format!(
-            "the file is not a suspended-state document ({:?} error at line {} column {})",
-            e.classify(),
-            e.line(),
-            e.column()
-        ),
+        SuspendError::Document(e) => e.without_values(),
         other => other.to_string(),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use playpen_api::suspend::ParseError;
+
     use super::*;
 
     #[test]
@@ -153,6 +149,6 @@ mod tests {
         assert!(pending(dir.path()).is_none());
         let quoted = serde_json::from_str::<u32>("\"s3ssion-cookie\"").unwrap_err();
         let reason = refusal(&SuspendError::Document(ParseError::Shape(quoted)));
-        assert!(reason.contains("Data error at line 1") && !reason.contains("s3ssion"), "{reason}");
+        assert!(reason.contains("expected u32 (at line 1") && !reason.contains("s3ssion"), "{reason}");
     }
 }
