@@ -40,9 +40,10 @@ struct Sample {
     resume_first_command: f64,
 }
 
-/// A data: page with a field whose value the suspend keeps.
+/// A data: page with a field whose value the suspend keeps (no raw
+/// whitespace: the document refuses a URL with any, as a tab to leave out).
 fn tab(i: usize) -> String {
-    format!("data:text/html,<title>tab {i}</title><input id=f{i}><p>page {i}</p>")
+    format!("data:text/html,<title>tab{i}</title><input%20id=f{i}><p>page{i}</p>")
 }
 
 async fn status_when(

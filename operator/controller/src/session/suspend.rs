@@ -183,10 +183,10 @@ pub(super) async fn finish_resume(
     }
     let secrets = ctx.fence.writer::<Secret>(&ctx.client, &own.namespace)?;
     match secrets.delete(&own.names.suspended_state, &DeleteParams::default()).await {
-        Ok(_) => {
-            ctx.suspends.forget(&own.owner.uid);
-            Ok(())
-        }
+        // The book keeps the reopen until a reconcile finds the status
+        // saying it (then the step is Run): a status write that fails
+        // after this delete must not start the reopen again.
+        Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(source) => Err(Error::kube("delete", "Secret", &own.namespace, &own.names.suspended_state)(source)),
     }

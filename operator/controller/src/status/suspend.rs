@@ -109,7 +109,7 @@ pub fn running(
             let message = format!("{what}; tried again in {}s, the browser keeps running", retry_in.as_secs().max(1));
             replace(new, Cond::new(condition::SUSPENDED, false, SUSPEND_FAILED, message), now);
         }
-        Step::Resume => resuming(new, awaiting_reopen, stored, now),
+        Step::Resume => resuming(new, awaiting_reopen, failure, stored, now),
         Step::Park(_) => {}
     }
 }
@@ -121,7 +121,13 @@ pub fn resumed(new: &BrowserSessionStatus, step: &Step) -> bool {
     matches!(step, Step::Resume) && new.suspend.as_ref().is_some_and(|s| s.state_secret.is_none())
 }
 
-fn resuming(new: &mut BrowserSessionStatus, awaiting_reopen: bool, stored: &[Condition], now: Timestamp) {
+fn resuming(
+    new: &mut BrowserSessionStatus,
+    awaiting_reopen: bool,
+    failure: Option<&Failure>,
+    stored: &[Condition],
+    now: Timestamp,
+) {
     let suspend = new.suspend.get_or_insert_with(SuspendStatus::default);
     let asked = suspend.resume_requested_at.get_or_insert(MicroTime(now)).0;
     if new.phase == Some(Phase::Ready) && !awaiting_reopen {
@@ -138,7 +144,10 @@ fn resuming(new: &mut BrowserSessionStatus, awaiting_reopen: bool, stored: &[Con
     if !matches!(new.phase, Some(Phase::Failed | Phase::Completed)) {
         new.phase = Some(Phase::Resuming);
     }
-    let message = "a browser starts and reopens the saved tabs; the session is Ready once they are back";
+    let message = match failure {
+        Some(f) => format!("reopening the saved tabs in the claimed browser failed ({}); tried again", f.message),
+        None => "a browser starts and reopens the saved tabs; the session is Ready once they are back".to_owned(),
+    };
     replace(new, Cond::new(condition::SUSPENDED, false, RESUMING, message), stored, now);
 }
 
