@@ -355,6 +355,15 @@ async fn a_pooled_session_is_parked_and_resumed_into_a_new_warm_claim() -> anyho
     create(&s.client, n, session("pooled", json!({"pool": {"name": "agents"}}))).await?;
     let placed = phase_is(&s.sessions, "pooled", Phase::Ready).await?;
     ensure!(placed.pod_name.as_deref() == Some(first.as_str()), "not the warm Pod: {:?}", placed.pod_name);
+    // The pool made the warm Pod's control Secret with it; the claim gave it to the session.
+    let control = eventually(WAIT, || async {
+        let secret = s.secrets.get(&control_of(&first)).await?;
+        ensure!(secret.owner_references().iter().any(|o| o.name == "pooled"), "{:?}", secret.owner_references());
+        Ok(secret)
+    })
+    .await
+    .context("the claimed Pod's control Secret, re-owned")?;
+    let made_by_the_pool = control.data.and_then(|d| d.get("control-token").cloned()).context("no token")?;
 
     set_suspended(&s.sessions, "pooled", true).await?;
     let parked = phase_is(&s.sessions, "pooled", Phase::Suspended).await?;
@@ -362,6 +371,7 @@ async fn a_pooled_session_is_parked_and_resumed_into_a_new_warm_claim() -> anyho
     // The token came from the warm Pod's own control Secret, the one its launch-config volume projects.
     let token = s.secrets.get(&control_of(&first)).await?.data.and_then(|d| d.get("control-token").cloned());
     let token = String::from_utf8(token.context("no token")?.0)?;
+    assert_eq!(token.as_bytes(), made_by_the_pool.0.as_slice(), "the token the pool made, never a new one");
     assert!(first_runtime.presented.lock().expect("the stand-in's record").contains(&token));
     eventually(WAIT, || async {
         ensure!(s.pods.get_opt(&first).await?.is_none(), "{first} is still there");

@@ -83,6 +83,16 @@ pub fn resume_state_file(bs: &BrowserSession) -> Option<String> {
     resume_state_secret(bs).map(|_| format!("{RESUME_STATE_DIR}/{RESUME_STATE_FILE}"))
 }
 
+/// Random bytes of a control token.
+const TOKEN_BYTES: usize = 32;
+
+/// A new control token: [`TOKEN_BYTES`] from the OS's CSPRNG, as hex.
+pub fn random_token() -> Result<String, getrandom::Error> {
+    let mut random = [0u8; TOKEN_BYTES];
+    getrandom::fill(&mut random)?;
+    Ok(random.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The session's control Secret with `token`.
 pub fn control_secret(id: &Identity, token: &[u8]) -> Secret {
     Secret {

@@ -197,6 +197,8 @@ pub fn claimed_identity(id: &Identity, pod: &Pod) -> Identity {
             pod: pod.name_any(),
             launch_secret: warm_names.launch_secret,
             runtime_config: warm_names.runtime_config,
+            // What the warm Pod's launch-config volume projects.
+            control_secret: warm_names.control_secret,
             ..id.names.clone()
         },
         ..id.clone()
@@ -371,7 +373,7 @@ async fn rehomed(to: Target<'_>, claimed: &Identity) -> Result<bool> {
     Ok(secret.is_none_or(|s| ours(&Seen::of(&s.metadata))))
 }
 
-/// Gives the claimed Pod's Secret and ConfigMap to the session (one
+/// Gives the claimed Pod's Secrets and ConfigMap to the session (one
 /// controller owner each: the pool's is replaced, so deleting the pool
 /// leaves them and deleting the session removes them). A merge patch, not
 /// an apply: the pool created them, and an apply would add the session's
@@ -382,16 +384,23 @@ pub async fn rehome(to: Target<'_>, claimed: &Identity) -> Result<()> {
     let ns = to.namespace;
     let secrets: Api<Secret> = to.writer()?;
     let maps: Api<ConfigMap> = to.writer()?;
-    let (secret, map) = (&claimed.names.launch_secret, &claimed.names.runtime_config);
-    // Both at once: a claim's latency is counted in round trips.
+    let (secret, map, control) =
+        (&claimed.names.launch_secret, &claimed.names.runtime_config, &claimed.names.control_secret);
+    // At once: a claim's latency is counted in round trips.
     let merge = Patch::Merge(&patch);
-    let (secret_done, map_done) =
-        tokio::join!(secrets.patch(secret, &params, &merge), maps.patch(map, &params, &merge));
-    match secret_done {
-        // A pool whose template names its own launch config Secret made none.
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 404 => {}
-        Err(source) => return Err(Error::kube("re-own", "Secret", ns, secret)(source)),
+    let (secret_done, map_done, control_done) = tokio::join!(
+        secrets.patch(secret, &params, &merge),
+        maps.patch(map, &params, &merge),
+        secrets.patch(control, &params, &merge)
+    );
+    for (done, name) in [(secret_done, secret), (control_done, control)] {
+        match done {
+            // A pool whose template names its own launch config Secret made
+            // none; a warm Pod of an older operator has no control Secret.
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(source) => return Err(Error::kube("re-own", "Secret", ns, name)(source)),
+        }
     }
     map_done.map_err(Error::kube("re-own", "ConfigMap", ns, map))?;
     Ok(())

@@ -220,6 +220,7 @@ async fn delete_warm_pod(
 async fn delete_warm_children(target: Target<'_>, warm_name: &str) -> Result<()> {
     let names = warm::child_names(warm_name);
     delete(target, &names.launch_secret, None, std::marker::PhantomData::<Secret>).await?;
+    delete(target, &names.control_secret, None, std::marker::PhantomData::<Secret>).await?;
     delete(target, &names.runtime_config, None, std::marker::PhantomData::<ConfigMap>).await?;
     Ok(())
 }
@@ -260,7 +261,7 @@ async fn sweep_orphans(client: &Client, target: Target<'_>, id: &PoolIdentity, p
     Ok(())
 }
 
-/// Creates one warm browser: its Secret, ConfigMap, then the Pod.
+/// Creates one warm browser: its Secrets, ConfigMap, then the Pod.
 async fn create_warm(
     ctx: &Context,
     pool: &BrowserPool,
@@ -274,6 +275,9 @@ async fn create_warm(
         create(target, secret).await?;
     }
     create(target, &children.runtime_config).await?;
+    if let Some(secret) = &children.control_secret {
+        create(target, secret).await?;
+    }
     create(target, &children.pod).await?;
     info!(warm_name = %fresh.warm_name, "created warm Pod");
     Ok(())

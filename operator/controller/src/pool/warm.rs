@@ -39,12 +39,19 @@ pub struct Fresh {
     pub warm_name: String,
     /// The stand-in UID.
     pub uid: String,
+    /// The warm browser's control token (empty when the OS gave no random
+    /// bytes: then a suspend makes one when it needs it).
+    pub control_token: String,
 }
 
 impl Fresh {
     /// A new warm name and UID for `pool` at template `hash` (random).
     pub fn new(pool: &str, hash: &str) -> Self {
-        Self { warm_name: format!("{pool}-{hash}.{}", random_token(SUFFIX_LEN)), uid: random_token(32) }
+        Self {
+            warm_name: format!("{pool}-{hash}.{}", random_token(SUFFIX_LEN)),
+            uid: random_token(32),
+            control_token: children::suspend::random_token().unwrap_or_default(),
+        }
     }
 }
 
@@ -91,6 +98,10 @@ pub struct WarmChildren {
     pub runtime_config: ConfigMap,
     /// The browser Pod, `<warm name>-browser`.
     pub pod: Pod,
+    /// Its control token, `<warm name>-control`: there when the browser
+    /// starts, so a suspend or a resume's reopen after a claim waits for no
+    /// volume sync to deliver it.
+    pub control_secret: Option<Secret>,
 }
 
 /// The children of one warm browser: the session builders' Secret,
@@ -139,7 +150,12 @@ pub fn warm_children(
     mark(&mut runtime_config.metadata);
     mark(&mut pod.metadata);
     mount_auth_state_slot(&mut pod, &fresh.warm_name);
-    Ok(WarmChildren { launch_secret, runtime_config, pod })
+    let mut control_secret = (!fresh.control_token.is_empty())
+        .then(|| children::suspend::control_secret(&id, fresh.control_token.as_bytes()));
+    if let Some(secret) = control_secret.as_mut() {
+        mark(&mut secret.metadata);
+    }
+    Ok(WarmChildren { launch_secret, runtime_config, pod, control_secret })
 }
 
 /// The warm browser's slot for a claiming session's auth state: an optional

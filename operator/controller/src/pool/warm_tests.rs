@@ -26,7 +26,7 @@ fn pool_id(name: &str) -> PoolIdentity {
 }
 
 fn fresh(pool: &str) -> Fresh {
-    Fresh { warm_name: format!("{pool}-abc123.x1y2z"), uid: "u-1".into() }
+    Fresh { warm_name: format!("{pool}-abc123.x1y2z"), uid: "u-1".into(), control_token: "t0k3n".into() }
 }
 
 #[test]

@@ -24,7 +24,7 @@ use playpen_api::BrowserSession;
 use serde_json::json;
 
 use super::book::{Capture, Saved};
-use crate::children::suspend::{control_secret, suspended_state_secret};
+use crate::children::suspend::{control_secret, random_token, suspended_state_secret};
 use crate::children::Identity;
 use crate::context::Context;
 use crate::runtime_reads::{exchange, FetchError};
@@ -37,8 +37,6 @@ const REQUEST_WITHIN: Duration = Duration::from_secs(45);
 const RETRY_EVERY: Duration = Duration::from_millis(500);
 /// The answer's bound: the largest document and then some.
 const MAX_ANSWER_BYTES: usize = 2 * suspend::MAX_DOCUMENT_BYTES;
-/// Random bytes of a control token.
-const TOKEN_BYTES: usize = 32;
 /// Annotation of a session's Pod: a digest of its control token (never the
 /// token). Setting it makes the kubelet sync the Pod, which adds the token
 /// file to the launch-config volume at once.
@@ -152,23 +150,19 @@ async fn reopen(ctx: &Context, id: &Identity, browser: &Browser) -> Result<(), S
 }
 
 /// The control token of `secret`: created once with a new random token
-/// (owned by the session); when it exists (a 409), the stored one is read.
+/// (owned by the session); when it exists (a 409: a pool made it with its
+/// warm Pod, or an earlier suspend), the stored one is read.
 async fn control_token(ctx: &Context, id: &Identity, secret_name: &str) -> Result<String, String> {
     let api = ctx.fence.writer::<Secret>(&ctx.client, &id.namespace).map_err(|e| e.to_string())?;
-    let mut random = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut random).map_err(|e| format!("no random bytes for a control token: {e}"))?;
-    let fresh: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let fresh = random_token().map_err(|e| format!("no random bytes for a control token: {e}"))?;
     let mut secret = control_secret(id, fresh.as_bytes());
     secret.metadata.name = Some(secret_name.to_owned());
     match api.create(&PostParams { field_manager: Some(MANAGER.into()), ..PostParams::default() }, &secret).await {
         Ok(_) => return Ok(fresh),
         Err(kube::Error::Api(e)) if e.code == 409 => {}
-        Err(e) => return Err(format!("creating Secret {}: {e}", id.names.control_secret)),
+        Err(e) => return Err(format!("creating Secret {secret_name}: {e}")),
     }
-    let stored = api
-        .get(&id.names.control_secret)
-        .await
-        .map_err(|e| format!("reading Secret {}: {e}", id.names.control_secret))?;
+    let stored = api.get(secret_name).await.map_err(|e| format!("reading Secret {secret_name}: {e}"))?;
     stored
         .data
         .as_ref()
@@ -176,9 +170,7 @@ async fn control_token(ctx: &Context, id: &Identity, secret_name: &str) -> Resul
         .and_then(|v| String::from_utf8(v.0.clone()).ok())
         .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            format!("Secret {} has no {CONTROL_TOKEN_FILE}: delete it to have a new one made", id.names.control_secret)
-        })
+        .ok_or_else(|| format!("Secret {secret_name} has no {CONTROL_TOKEN_FILE}: delete it to have a new one made"))
 }
 
 /// Marks the Pod with the token's digest, unless it is marked already.
