@@ -10,10 +10,8 @@ use std::time::{Duration, Instant};
 /// A capture's state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Capture {
-    /// Asking the runtime, since then.
+    /// Asking the runtime.
     Running {
-        /// When the task started.
-        since: Instant,
         /// Failed captures right before it.
         failed_before: u32,
     },
@@ -77,14 +75,14 @@ impl SuspendBook {
     }
 
     /// Marks a capture of `uid` running; `false` when one already runs.
-    pub fn begin(&self, uid: &str, now: Instant) -> bool {
+    pub fn begin(&self, uid: &str) -> bool {
         let Ok(mut captures) = self.captures.lock() else { return false };
         let failed_before = match captures.get(uid) {
             Some(Capture::Running { .. }) => return false,
             Some(Capture::Failed(f)) => f.attempts,
             _ => 0,
         };
-        captures.insert(uid.to_owned(), Capture::Running { since: now, failed_before });
+        captures.insert(uid.to_owned(), Capture::Running { failed_before });
         true
     }
 
@@ -137,10 +135,10 @@ mod tests {
     fn one_capture_at_a_time_and_failures_count_up_to_a_capped_backoff() {
         let book = SuspendBook::default();
         let now = Instant::now();
-        assert!(book.begin("u", now));
-        assert!(!book.begin("u", now), "a second capture waits for the first");
+        assert!(book.begin("u"));
+        assert!(!book.begin("u"), "a second capture waits for the first");
         book.finish("u", Err("runtime: state-save".into()), now);
-        assert!(book.begin("u", now), "a failed one may be retried");
+        assert!(book.begin("u"), "a failed one may be retried");
         book.finish("u", Err("again".into()), now);
         let Some(Capture::Failed(f)) = book.get("u") else { panic!("{:?}", book.get("u")) };
         assert_eq!((f.attempts, f.backoff()), (2, Duration::from_secs(10)));

@@ -79,7 +79,7 @@ where
     Fut: std::future::Future<Output = Result<Capture, String>> + Send,
 {
     let uid = id.owner.uid.clone();
-    if !ctx.suspends.begin(&uid, Instant::now()) {
+    if !ctx.suspends.begin(&uid) {
         return;
     }
     let (ctx, id, session) = (ctx.clone(), id.clone(), ObjectRef::from_obj(bs));

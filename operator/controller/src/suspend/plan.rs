@@ -108,7 +108,7 @@ mod tests {
     fn a_ready_browser_is_captured_then_parked_with_its_state() {
         let f = facts();
         assert_eq!(plan(&f), Step::Capture(IpAddr::from([10, 0, 0, 7])));
-        let running = Facts { capture: Some(Capture::Running { since: f.now, failed_before: 0 }), ..f.clone() };
+        let running = Facts { capture: Some(Capture::Running { failed_before: 0 }), ..f.clone() };
         assert_eq!(plan(&running), Step::AwaitCapture);
         let saved = Saved { bytes: 900, tabs: 3, millis: 420 };
         let done = Facts { capture: Some(Capture::Saved(saved)), ..f.clone() };
