@@ -111,6 +111,9 @@ async fn install_run_as_chart_account_upgrade_uninstall() -> anyhow::Result<()> 
     }
     assert!(can(&sa, "watch", "playpen.dev", "browserpools", None, Some(w)).await?, "it watches pools");
     assert!(can(&sa, "patch", "playpen.dev", "browserpools", Some("status"), Some(w)).await?, "pool status");
+    assert!(can(&sa, "watch", "playpen.dev", "browsersnapshots", None, Some(w)).await?, "it watches snapshots");
+    assert!(can(&sa, "patch", "playpen.dev", "browsersnapshots", Some("status"), Some(w)).await?, "snapshot status");
+    assert!(!can(&sa, "create", "playpen.dev", "browsersnapshots", None, Some(w)).await?, "it never takes one itself");
 
     // People: viewer may port-forward, driver may also exec; neither reads Secrets.
     let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), w);
@@ -127,6 +130,13 @@ async fn install_run_as_chart_account_upgrade_uninstall() -> anyhow::Result<()> 
     // kubectl playpen logs: the driver reads the runtime's log, the viewer does not.
     assert!(can(&bob, "get", "", "pods", Some("log"), Some(w)).await?);
     assert!(!can(&alice, "get", "", "pods", Some("log"), Some(w)).await?);
+    // Snapshots hold cookies: the viewer does not see them, the driver
+    // sees but neither takes one nor starts a session from one (`use`).
+    assert!(!can(&alice, "get", "playpen.dev", "browsersnapshots", None, Some(w)).await?);
+    assert!(can(&bob, "get", "playpen.dev", "browsersnapshots", None, Some(w)).await?);
+    for verb in ["create", "use"] {
+        assert!(!can(&bob, verb, "playpen.dev", "browsersnapshots", None, Some(w)).await?, "the driver may {verb}");
+    }
     assert!(
         !can(&alice, "create", "", "pods", Some("portforward"), Some(&other.name)).await?,
         "bound in one namespace only"

@@ -30,7 +30,7 @@ fn chart_lints_strictly() -> anyhow::Result<()> {
 
 #[test]
 fn chart_crds_are_the_generated_crds() -> anyhow::Result<()> {
-    for file in ["browsersession.yaml", "browserpool.yaml"] {
+    for file in ["browsersession.yaml", "browserpool.yaml", "browsersnapshot.yaml"] {
         let committed = std::fs::read_to_string(format!("{}/../crds/{file}", env!("CARGO_MANIFEST_DIR")))?;
         let chart = std::fs::read_to_string(format!("{CHART}/files/crds/{file}"))?;
         assert!(committed == chart, "charts/playpen/files/crds/{file} differs from crds/: copy it");
@@ -39,9 +39,9 @@ fn chart_crds_are_the_generated_crds() -> anyhow::Result<()> {
 }
 
 #[test]
-fn the_chart_installs_both_crds() -> anyhow::Result<()> {
+fn the_chart_installs_every_crd() -> anyhow::Result<()> {
     let manifest = helm(&["template", "pp", CHART])?;
-    for name in ["browsersessions.playpen.dev", "browserpools.playpen.dev"] {
+    for name in ["browsersessions.playpen.dev", "browserpools.playpen.dev", "browsersnapshots.playpen.dev"] {
         assert!(manifest.contains(&format!("name: {name}")), "the chart renders no CRD {name}");
     }
     Ok(())

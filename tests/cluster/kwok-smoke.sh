@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Smoke-test the kwok tier end to end with the real operator:
-#   start-kwok.sh with NODES fake nodes (default 10), the BrowserSession/BrowserPool CRDs,
+#   start-kwok.sh with NODES fake nodes (default 10), the BrowserSession/BrowserPool/BrowserSnapshot CRDs,
 #   a standalone `playpen-operator run` on 127.0.0.1, N BrowserSessions (default 20) in a
 #   throwaway namespace; asserts that every session reaches Ready=True, that every browser
 #   Pod is Running with Ready=True and a ready browser container on a fake node, and that
@@ -59,7 +59,7 @@ cleanup() {
   if [[ -f "$ADMIN_KUBECONFIG" ]] && k get --raw /readyz >/dev/null 2>&1; then
     k delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1
     local crd
-    for crd in browsersessions.playpen.dev browserpools.playpen.dev; do
+    for crd in browsersessions.playpen.dev browserpools.playpen.dev browsersnapshots.playpen.dev; do
       [[ " ${had_crds[*]} " == *" ${crd} "* ]] || k delete crd "$crd" --ignore-not-found --wait=false >/dev/null 2>&1
     done
     # The pod GC controller force-deletes the Pods bound to deleted nodes.
@@ -108,11 +108,12 @@ else
   OP_BIN="$(cd "$REPO" && realpath -m "${CARGO_TARGET_DIR:-target}")/debug/playpen-operator"
 fi
 [[ -x "$OP_BIN" ]] || die "no operator binary at ${OP_BIN}"
-for crd in browsersessions.playpen.dev browserpools.playpen.dev; do
+for crd in browsersessions.playpen.dev browserpools.playpen.dev browsersnapshots.playpen.dev; do
   if k get crd "$crd" >/dev/null 2>&1; then had_crds+=("$crd"); fi
 done
-{ "$OP_BIN" crd && echo "---" && "$OP_BIN" crd --kind browserpool; } | k apply --server-side -f - >/dev/null
-k wait --for=condition=Established --timeout=30s crd/browsersessions.playpen.dev crd/browserpools.playpen.dev >/dev/null ||
+{ "$OP_BIN" crd && echo "---" && "$OP_BIN" crd --kind browserpool && echo "---" && "$OP_BIN" crd --kind browsersnapshot; } | k apply --server-side -f - >/dev/null
+k wait --for=condition=Established --timeout=30s crd/browsersessions.playpen.dev crd/browserpools.playpen.dev \
+  crd/browsersnapshots.playpen.dev >/dev/null ||
   die "the CRDs were not Established within 30 s"
 if ss -Hltn "sport = :${OP_PORT}" | grep -q .; then
   die "port ${OP_PORT} (PLAYPEN_KWOK_SMOKE_OPERATOR_PORT) is already in use: $(ss -Hltnp "sport = :${OP_PORT}")"

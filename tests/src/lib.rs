@@ -27,6 +27,8 @@ pub mod kubectl;
 pub const CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browsersession.yaml");
 /// Path of the committed BrowserPool CRD (the operator watches pools too).
 pub const POOL_CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browserpool.yaml");
+/// Path of the committed BrowserSnapshot CRD (the operator watches snapshots too).
+pub const SNAPSHOT_CRD_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/browsersnapshot.yaml");
 
 /// The admin kubeconfig of the test control plane. Fails loudly when none is running.
 pub fn kubeconfig_path() -> anyhow::Result<String> {
@@ -70,12 +72,17 @@ pub fn tool(var: &str) -> anyhow::Result<String> {
 
 static CRD: OnceCell<()> = OnceCell::const_new();
 
-/// Installs the committed CRDs (BrowserSession and BrowserPool) once per
+/// Installs the committed CRDs (BrowserSession, BrowserPool and BrowserSnapshot) once per
 /// test binary and waits until they are served.
 pub async fn ensure_crd(client: &Client) -> anyhow::Result<()> {
     CRD.get_or_try_init(|| async {
         let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-        for (name, path) in [("browsersessions.playpen.dev", CRD_PATH), ("browserpools.playpen.dev", POOL_CRD_PATH)] {
+        let crds = [
+            ("browsersessions.playpen.dev", CRD_PATH),
+            ("browserpools.playpen.dev", POOL_CRD_PATH),
+            ("browsersnapshots.playpen.dev", SNAPSHOT_CRD_PATH),
+        ];
+        for (name, path) in crds {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading the committed CRD {path}"))?;
             let crd: CustomResourceDefinition = serde_yaml::from_str(&text)?;
             api.patch(name, &PatchParams::apply("playpen-tests").force(), &Patch::Apply(&crd))
@@ -83,7 +90,8 @@ pub async fn ensure_crd(client: &Client) -> anyhow::Result<()> {
                 .with_context(|| format!("applying the CRD {name}"))?;
         }
         wait_crd_established(client).await?;
-        wait_named_crd_established(client, "browserpools.playpen.dev").await
+        wait_named_crd_established(client, "browserpools.playpen.dev").await?;
+        wait_named_crd_established(client, "browsersnapshots.playpen.dev").await
     })
     .await
     .copied()

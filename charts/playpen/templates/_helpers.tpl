@@ -39,12 +39,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["playpen.dev"]
   resources: ["browserpools/status"]
   verbs: ["get", "patch", "update"]
+- apiGroups: ["playpen.dev"]
+  resources: ["browsersnapshots"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["playpen.dev"]
+  resources: ["browsersnapshots/status"]
+  verbs: ["get", "patch"]
 - apiGroups: [""]
   resources: ["pods", "configmaps", "services", "persistentvolumeclaims"]
   verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["get", "list", "watch", "create", "patch"]
+# A snapshot's policy admits the operator to its source's runtime only
+# while the snapshot is taken, then goes.
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["delete"]
 # Failed browser Pods are replaced; a pool's surplus, outdated or broken
 # warm browsers are deleted with their ConfigMap and Secret.
 - apiGroups: [""]

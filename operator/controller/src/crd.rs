@@ -1,8 +1,8 @@
 //! The generated CustomResourceDefinitions (`crds/browsersession.yaml`,
-//! `crds/browserpool.yaml`).
+//! `crds/browserpool.yaml`, `crds/browsersnapshot.yaml`).
 
 use kube::CustomResourceExt;
-use playpen_api::v1alpha1::{bounds, BrowserPool};
+use playpen_api::v1alpha1::{bounds, BrowserPool, BrowserSnapshot};
 use playpen_api::BrowserSession;
 
 use crate::error::{Error, Result};
@@ -22,6 +22,11 @@ pub fn crd_yaml() -> Result<String> {
 /// The BrowserPool CRD as YAML, exactly as committed under `crds/`.
 pub fn pool_crd_yaml() -> Result<String> {
     generate::<BrowserPool>(&header("browserpool.yaml", " --kind browserpool"))
+}
+
+/// The BrowserSnapshot CRD as YAML, exactly as committed under `crds/`.
+pub fn snapshot_crd_yaml() -> Result<String> {
+    generate::<BrowserSnapshot>(&header("browsersnapshot.yaml", " --kind browsersnapshot"))
 }
 
 fn generate<K: CustomResourceExt>(header: &str) -> Result<String> {
@@ -45,11 +50,12 @@ fn schemas(crd: &mut serde_json::Value) -> impl Iterator<Item = &mut serde_json:
 
 #[cfg(test)]
 mod tests {
-    use super::{crd_yaml, pool_crd_yaml, schemas};
+    use super::{crd_yaml, pool_crd_yaml, schemas, snapshot_crd_yaml};
     use playpen_api::v1alpha1::bounds;
 
     const COMMITTED: &str = include_str!("../../../crds/browsersession.yaml");
     const COMMITTED_POOL: &str = include_str!("../../../crds/browserpool.yaml");
+    const COMMITTED_SNAPSHOT: &str = include_str!("../../../crds/browsersnapshot.yaml");
 
     #[test]
     fn committed_crd_matches_the_generator() {
@@ -70,8 +76,17 @@ mod tests {
     }
 
     #[test]
+    fn committed_snapshot_crd_matches_the_generator() {
+        let generated = snapshot_crd_yaml().expect("generate");
+        assert!(
+            generated == COMMITTED_SNAPSHOT,
+            "crds/browsersnapshot.yaml is stale: run `cargo run -p playpen-operator -- crd --kind browsersnapshot > crds/browsersnapshot.yaml`"
+        );
+    }
+
+    #[test]
     fn no_string_list_or_map_of_the_committed_crds_is_unbounded() {
-        for committed in [COMMITTED, COMMITTED_POOL] {
+        for committed in [COMMITTED, COMMITTED_POOL, COMMITTED_SNAPSHOT] {
             let mut crd: serde_json::Value = serde_yaml::from_str(committed).expect("yaml");
             let mut checked = 0;
             for schema in schemas(&mut crd) {

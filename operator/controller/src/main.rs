@@ -25,8 +25,8 @@ enum Command {
     Run(Box<RunArgs>),
     /// Print a CustomResourceDefinition as YAML (BrowserSession by default).
     Crd {
-        /// Which: browsersession or browserpool.
-        #[arg(long, default_value = "browsersession", value_parser = ["browsersession", "browserpool"])]
+        /// Which: browsersession, browserpool or browsersnapshot.
+        #[arg(long, default_value = "browsersession", value_parser = ["browsersession", "browserpool", "browsersnapshot"])]
         kind: String,
     },
 }
@@ -145,6 +145,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Crd { kind }) => {
             let yaml = match kind.as_str() {
                 "browserpool" => playpen_operator::crd::pool_crd_yaml(),
+                "browsersnapshot" => playpen_operator::crd::snapshot_crd_yaml(),
                 _ => playpen_operator::crd::crd_yaml(),
             };
             print!("{}", yaml.context("generating the CRD")?);

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use super::browser::*;
 use super::browser_spec::BrowserSpec;
+use super::snapshot::SessionFrom;
 use super::status::BrowserSessionStatus;
 
 /// A sandboxed Chromium browser session driven through `playwright-cli`.
@@ -63,6 +64,8 @@ use super::status::BrowserSessionStatus;
     validation = Rule::new("has(self.profile) == has(oldSelf.profile) && (!has(self.profile) || self.profile == oldSelf.profile)").message("spec.profile is immutable: the browser holds the profile open; delete and re-create the BrowserSession"),
     validation = Rule::new("has(self.pod) == has(oldSelf.pod) && (!has(self.pod) || self.pod == oldSelf.pod)").message("spec.pod is immutable: a running Pod cannot change resources, scheduling or images; delete and re-create the BrowserSession"),
     validation = Rule::new("self.recording == oldSelf.recording").message("spec.recording is immutable: recordings start with the browser; delete and re-create the BrowserSession"),
+    validation = Rule::new("has(self.from) == has(oldSelf.from) && (!has(self.from) || self.from == oldSelf.from)").message("spec.from is immutable: the browser started from it; delete and re-create the BrowserSession"),
+    validation = Rule::new("!has(self.from) || !has(self.authState)").message("set at most one of spec.from (a BrowserSnapshot's pages) and spec.authState (a saved storage state): both load cookies at start"),
     validation = Rule::new("has(self.agent) == has(oldSelf.agent) && (!has(self.agent) || self.agent == oldSelf.agent)").message("spec.agent is immutable: the sidecar shares the running browser's Pod; delete and re-create the BrowserSession"),
 )]
 pub struct BrowserSessionSpec {
@@ -119,6 +122,11 @@ pub struct BrowserSessionSpec {
     /// `false` again starts a browser with them back (docs/suspend-resume.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suspended: bool,
+
+    /// Start from a BrowserSnapshot's pages (its storage state and tabs)
+    /// instead of a blank browser: `kubectl playpen fork` sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<SessionFrom>,
 }
 
 /// Where a session's browser is defined: its own spec, or a BrowserPool's
