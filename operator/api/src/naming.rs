@@ -101,6 +101,26 @@ impl ChildNames {
     }
 }
 
+/// The label naming the BrowserSnapshot an object belongs to.
+pub const SNAPSHOT_LABEL: &str = "playpen.dev/snapshot";
+
+/// Names of the objects of one BrowserSnapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotNames {
+    /// The Secret holding its bytes (owned by the snapshot).
+    pub state_secret: String,
+    /// The NetworkPolicy that admits the operator to its source's runtime
+    /// while it is taken.
+    pub read_policy: String,
+}
+
+impl SnapshotNames {
+    /// Names for the BrowserSnapshot called `name`.
+    pub fn for_snapshot(name: &str) -> Self {
+        Self { state_secret: format!("{name}-state"), read_policy: format!("{name}-read") }
+    }
+}
+
 fn hex_digest(parts: &[&str]) -> String {
     let mut hasher = Sha256::new();
     for part in parts {

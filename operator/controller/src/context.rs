@@ -40,6 +40,8 @@ pub struct Context {
     pub(crate) exports: ExportBook,
     /// What the suspend captures found ([`crate::suspend`]).
     pub(crate) suspends: SuspendBook,
+    /// What the snapshot takes found, by snapshot UID ([`crate::snapshot`]).
+    pub(crate) snapshots: SuspendBook,
 }
 
 impl std::fmt::Debug for Context {
@@ -69,6 +71,7 @@ impl Context {
             room: Arc::default(),
             exports: ExportBook::default(),
             suspends: SuspendBook::default(),
+            snapshots: SuspendBook::default(),
         }
     }
 
@@ -98,6 +101,7 @@ impl Context {
             ("baselines", self.baselines.len()),
             ("export_reports", self.exports.len()),
             ("suspend_captures", self.suspends.len()),
+            ("snapshot_takes", self.snapshots.len()),
         ];
         for (record, n) in sizes {
             let gauge = self.metrics.tracked.get_or_create(&TrackedLabels { record: record.to_owned() });

@@ -42,6 +42,7 @@ pub mod room;
 pub mod runtime;
 pub mod runtime_reads;
 pub mod session;
+pub mod snapshot;
 pub mod status;
 pub mod suspend;
 pub mod telemetry;

@@ -19,6 +19,7 @@ use crate::recovery::RecoveryBudget;
 use crate::room::{self, Room};
 use crate::runtime::leader::{self, Fence, LeaseConfig};
 use crate::runtime::metrics::Metrics;
+use crate::snapshot;
 
 /// Everything `run` needs.
 #[derive(Debug, Clone)]
@@ -97,6 +98,7 @@ pub async fn start(
             futures::join!(
                 controller::run(ctx.clone(), &config.namespaces, lost(leading.clone())),
                 pool::run(pool_ctx.clone(), &config.namespaces, lost(leading.clone())),
+                snapshot::run(ctx.clone(), &config.namespaces, lost(leading.clone())),
             );
             drop(making_room);
             metrics.leader.set(0);

@@ -32,11 +32,11 @@ use crate::error::{Error, Result};
 
 pub use egress_hosts::egress_hosts_config;
 pub use exporter::EXPORTER_CONTAINER;
-pub use labels::{child_labels, managed_selector, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
+pub use labels::{child_labels, managed_labels, managed_selector, pod_selector, COMPONENT_BROWSER, MANAGED_BY_LABEL};
 pub use launch::launch_config_json;
 pub use network::{
-    baseline_policy, egress_summary, operator_reads, outlive_pod, Cidr, CidrError, DnsPeer, EgressDefaults, PodPeer,
-    BASELINE_POLICY, COMPONENT_BASELINE, SPECIAL_RANGES,
+    baseline_policy, egress_summary, operator_ingress, operator_reads, outlive_pod, Cidr, CidrError, DnsPeer,
+    EgressDefaults, PodPeer, BASELINE_POLICY, COMPONENT_BASELINE, SPECIAL_RANGES,
 };
 pub use pod::{own_runtime_class, runtime_class, SeccompChoice, AGENT_CONTAINER, BROWSER_CONTAINER};
 pub use resources::{browser_resources, parse_defaults as parse_browser_resources, DEFAULT_BROWSER_RESOURCES};

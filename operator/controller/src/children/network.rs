@@ -268,10 +268,16 @@ fn report_reader_rule(
     operator_reads: bool,
     defaults: &EgressDefaults,
 ) -> Option<NetworkPolicyIngressRule> {
-    let reader = defaults.report_reader.as_ref()?;
     if !operator_reads {
         super::egress_hosts::egress_hosts_config(egress, defaults)?;
     }
+    operator_ingress(defaults)
+}
+
+/// The rule that admits the operator's Pods to a runtime's readiness port;
+/// `None` when the operator runs outside the cluster.
+pub fn operator_ingress(defaults: &EgressDefaults) -> Option<NetworkPolicyIngressRule> {
+    let reader = defaults.report_reader.as_ref()?;
     Some(NetworkPolicyIngressRule {
         from: Some(vec![NetworkPolicyPeer {
             namespace_selector: Some(namespace_selector(&reader.namespace)),

@@ -1,6 +1,7 @@
 //! A BrowserSession's reconcile: [`plan`] decides (pure, table-tested),
 //! `reconcile` reads and applies, `report` writes the status and Events.
 
+mod from;
 pub mod plan;
 mod read;
 mod reconcile;

@@ -15,6 +15,7 @@ use playpen_api::v1alpha1::{BrowserSource, Phase};
 use playpen_api::BrowserSession;
 use tracing::{instrument, warn};
 
+use super::from;
 use super::plan::{self, Arrival, Facts, Gate, Plan, Settle};
 use super::read::{PoolAnswer, Read};
 use super::report;
@@ -47,6 +48,9 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     let bs = children::cluster_defaults::with_cluster_defaults(bs, &ctx.settings);
     let own = Identity::of(&bs)?;
     let target = Target { client: &ctx.client, fence: &ctx.fence, namespace: &own.namespace, cache: &caches };
+    if let Some(action) = from::seed(&ctx, &bs, &own, now).await? {
+        return Ok(action);
+    }
     let stage = suspend::stage(&ctx, &caches, &bs, &own);
     if let Step::Park(parking) = stage.step {
         return suspend::park(&ctx, &bs, &own, target, &stage, parking, now).await;

@@ -2,7 +2,6 @@
 //! `spec.suspended` and the session's status decide before anything is
 //! read, a parked session's whole reconcile, and what a running one adds.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +11,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 use kube::ResourceExt;
-use playpen_api::naming::{ChildNames, WARM_NAME_ANNOTATION};
+use playpen_api::naming::WARM_NAME_ANNOTATION;
 use playpen_api::v1alpha1::{BrowserSessionStatus, Phase};
 use playpen_api::BrowserSession;
 
@@ -26,7 +25,7 @@ use crate::recovery::Recovery;
 use crate::status::{self, Observed};
 use crate::suspend::capture::Browser;
 use crate::suspend::plan::{plan, Facts};
-use crate::suspend::{Capture, Parking, PodFact, Step};
+use crate::suspend::{control_secret_of, Capture, Parking, PodFact, Step};
 
 /// How soon a session whose capture runs is looked at again if its task
 /// does not wake it first.
@@ -40,15 +39,6 @@ pub(super) struct Stage {
     pod: Option<(String, String)>,
     /// Its control Secret (a claimed warm Pod's is named after it).
     control_secret: String,
-}
-
-/// The control Secret of `pod`: a claimed warm Pod's launch-config volume
-/// names its warm name's; any other, the session's.
-fn control_secret_of(annotations: Option<&BTreeMap<String, String>>, own: &Identity) -> String {
-    match annotations.and_then(|a| a.get(WARM_NAME_ANNOTATION)) {
-        Some(warm_name) => ChildNames::for_session(warm_name).control_secret,
-        None => own.names.control_secret.clone(),
-    }
 }
 
 /// Whether `pod` is a warm Pod the session claimed.
@@ -85,7 +75,8 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
     if stale {
         ctx.suspends.forget(&own.owner.uid);
     }
-    let control_secret = control_secret_of(cached.as_ref().and_then(|p| p.metadata.annotations.as_ref()), own);
+    let control_secret =
+        control_secret_of(cached.as_ref().and_then(|p| p.metadata.annotations.as_ref()), &own.names.control_secret);
     let pod = cached.map(|p| (pod_name, p.metadata.uid.clone().unwrap_or_default()));
     Stage { step, pod, control_secret }
 }
@@ -134,7 +125,7 @@ pub(super) fn start_tasks(ctx: &Arc<Context>, bs: &BrowserSession, own: &Identit
                 _ => false,
             };
             let Some(ip) = ready_ip(pod).filter(|_| !waiting) else { return };
-            let control_secret = control_secret_of(pod.metadata.annotations.as_ref(), own);
+            let control_secret = control_secret_of(pod.metadata.annotations.as_ref(), &own.names.control_secret);
             let browser = Browser { pod: pod.name_any(), ip, control_secret };
             crate::suspend::capture::start_reopen(ctx, bs, own, browser);
         }

@@ -462,6 +462,7 @@ pub(crate) fn settle(c: Cond, previous: &[Condition], generation: Option<i64>, n
 }
 
 pub mod export;
+pub mod from;
 pub mod pool;
 pub mod suspend;
 

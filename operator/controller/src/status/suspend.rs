@@ -153,7 +153,7 @@ fn resuming(
 
 /// Puts `c` in place of the condition of its type (its transition time
 /// kept when its status did not change).
-fn replace(new: &mut BrowserSessionStatus, c: Cond, stored: &[Condition], now: Timestamp) {
+pub(super) fn replace(new: &mut BrowserSessionStatus, c: Cond, stored: &[Condition], now: Timestamp) {
     let settled = settle(c, stored, new.observed_generation, now);
     match new.conditions.iter_mut().find(|p| p.type_ == settled.type_) {
         Some(slot) => *slot = settled,

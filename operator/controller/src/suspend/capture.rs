@@ -45,7 +45,7 @@ pub const CONTROL_ANNOTATION: &str = "playpen.dev/control";
 /// The browser a task talks to: its Pod, its runtime's address, and the
 /// Secret its launch-config directory takes the control token from (the
 /// session's own, or a claimed warm Pod's).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Browser {
     /// The Pod's name.
     pub pod: String,
@@ -57,49 +57,117 @@ pub struct Browser {
 
 /// Starts a capture of `bs`'s `browser` unless a task of the session runs.
 pub fn start(ctx: &Arc<Context>, bs: &BrowserSession, id: &Identity, browser: Browser) {
-    spawn(ctx, bs, id, browser, "capture", |ctx, id, browser, started| async move {
-        capture(&ctx, &id, &browser, started).await.map(Capture::Saved)
-    });
+    let (ctx2, id2) = (ctx.clone(), id.clone());
+    let work = async move {
+        let started = Instant::now();
+        let (document, tabs) = fetch_state(&ctx2, &id2, &browser).await?;
+        let bytes = document.len();
+        write_state(&ctx2, &id2, document).await?;
+        Ok(Capture::Saved(Saved {
+            bytes: i64::try_from(bytes).unwrap_or(i64::MAX),
+            tabs: i32::try_from(tabs).unwrap_or(i32::MAX),
+            millis: elapsed_millis(started),
+        }))
+    };
+    spawn(ctx, Task::of_session(bs, id, "capture"), work);
 }
 
 /// Starts reopening `bs`'s saved state in the claimed warm `browser`
 /// (`POST /resume`) unless a task of the session runs.
 pub fn start_reopen(ctx: &Arc<Context>, bs: &BrowserSession, id: &Identity, browser: Browser) {
-    spawn(ctx, bs, id, browser, "reopen", |ctx, id, browser, started| async move {
-        reopen(&ctx, &id, &browser).await?;
-        Ok(Capture::Reopened { millis: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX) })
-    });
+    let (ctx2, id2) = (ctx.clone(), id.clone());
+    let work = async move {
+        let started = Instant::now();
+        reopen(&ctx2, &id2, &browser).await?;
+        Ok(Capture::Reopened { millis: elapsed_millis(started) })
+    };
+    spawn(ctx, Task::of_session(bs, id, "reopen"), work);
 }
 
-/// Runs `task` for the session within [`CAPTURE_WITHIN`], records how it
-/// ended and wakes the session.
-fn spawn<F, Fut>(ctx: &Arc<Context>, bs: &BrowserSession, id: &Identity, browser: Browser, what: &'static str, task: F)
+/// Milliseconds since `started`.
+pub fn elapsed_millis(started: Instant) -> i64 {
+    i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Which book a task's outcome goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ledger {
+    /// [`Context::suspends`], by session UID.
+    Sessions,
+    /// [`Context::snapshots`], by snapshot UID.
+    Snapshots,
+}
+
+impl Ledger {
+    fn of(self, ctx: &Context) -> &super::SuspendBook {
+        match self {
+            Self::Sessions => &ctx.suspends,
+            Self::Snapshots => &ctx.snapshots,
+        }
+    }
+}
+
+/// One task: whose it is, for the book and the log.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// Where its outcome is kept.
+    pub ledger: Ledger,
+    /// The UID it is kept under.
+    pub uid: String,
+    /// The object's name and namespace, for the log.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// What it does, for the log.
+    pub what: &'static str,
+    /// The session woken when it ends (a snapshot's reconcile polls).
+    pub wake: Option<ObjectRef<BrowserSession>>,
+}
+
+impl Task {
+    fn of_session(bs: &BrowserSession, id: &Identity, what: &'static str) -> Self {
+        Self {
+            ledger: Ledger::Sessions,
+            uid: id.owner.uid.clone(),
+            name: id.name.clone(),
+            namespace: id.namespace.clone(),
+            what,
+            wake: Some(ObjectRef::from_obj(bs)),
+        }
+    }
+}
+
+/// Runs `work` within [`CAPTURE_WITHIN`] unless a task of the same UID
+/// runs, records how it ended and wakes whom it should.
+pub fn spawn<Fut>(ctx: &Arc<Context>, task: Task, work: Fut)
 where
-    F: FnOnce(Arc<Context>, Identity, Browser, Instant) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = Result<Capture, String>> + Send,
+    Fut: std::future::Future<Output = Result<Capture, String>> + Send + 'static,
 {
-    let uid = id.owner.uid.clone();
-    if !ctx.suspends.begin(&uid) {
+    if !task.ledger.of(ctx).begin(&task.uid) {
         return;
     }
-    let (ctx, id, session) = (ctx.clone(), id.clone(), ObjectRef::from_obj(bs));
+    let ctx = ctx.clone();
     tokio::spawn(async move {
-        let started = Instant::now();
-        let (name, namespace) = (id.name.clone(), id.namespace.clone());
-        let outcome = tokio::time::timeout(CAPTURE_WITHIN, task(ctx.clone(), id, browser, started))
+        let Task { ledger, uid, name, namespace, what, wake } = task;
+        let outcome = tokio::time::timeout(CAPTURE_WITHIN, work)
             .await
             .unwrap_or_else(|_| Err(format!("no answer within {CAPTURE_WITHIN:?}")));
         match &outcome {
-            Ok(done) => tracing::info!(session = %name, %namespace, ?done, "suspend: {what} done"),
-            Err(error) => tracing::warn!(session = %name, %namespace, %error, "suspend: {what} failed"),
+            Ok(done) => tracing::info!(%name, %namespace, ?done, "suspend: {what} done"),
+            Err(error) => tracing::warn!(%name, %namespace, %error, "suspend: {what} failed"),
         }
-        ctx.suspends.finish(&uid, outcome, Instant::now());
-        // The export book's channel wakes any session (see crate::export_watch::book).
-        ctx.exports.wake(session);
+        ledger.of(&ctx).finish(&uid, outcome, Instant::now());
+        if let Some(session) = wake {
+            // The export book's channel wakes any session (see crate::export_watch::book).
+            ctx.exports.wake(session);
+        }
     });
 }
 
-async fn capture(ctx: &Context, id: &Identity, browser: &Browser, started: Instant) -> Result<Saved, String> {
+/// Asks `browser`'s runtime for its pages: the control token delivered,
+/// `POST /suspend`, the answer checked against the document's own bounds.
+/// Returns the document (re-serialised from what was checked) and its tabs.
+pub async fn fetch_state(ctx: &Context, id: &Identity, browser: &Browser) -> Result<(Vec<u8>, usize), String> {
     let token = control_token(ctx, id, &browser.control_secret).await?;
     deliver(ctx, id, &browser.pod, &token).await?;
     let request = format!(
@@ -108,14 +176,7 @@ async fn capture(ctx: &Context, id: &Identity, browser: &Browser, started: Insta
     );
     let body = ask(SocketAddr::new(browser.ip, READINESS_PORT), request.into_bytes()).await?;
     let (doc, _dropped) = suspend::parse(&body).map_err(|e| unreadable(&e))?;
-    let document = doc.to_bytes();
-    let (bytes, tabs) = (document.len(), doc.tabs.len());
-    write_state(ctx, id, document).await?;
-    Ok(Saved {
-        bytes: i64::try_from(bytes).unwrap_or(i64::MAX),
-        tabs: i32::try_from(tabs).unwrap_or(i32::MAX),
-        millis: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
-    })
+    Ok((doc.to_bytes(), doc.tabs.len()))
 }
 
 /// What is wrong with the runtime's answer, without a byte of it (a serde

@@ -15,3 +15,17 @@ pub mod plan;
 
 pub use book::{Capture, Failure, Saved, SuspendBook};
 pub use plan::{Parking, PodFact, Step};
+
+use std::collections::BTreeMap;
+
+use playpen_api::naming::{ChildNames, WARM_NAME_ANNOTATION};
+
+/// The control Secret of a session's browser Pod (its `annotations`): a
+/// claimed warm Pod's launch-config volume names its warm name's; any
+/// other, the session's own (`own_control_secret`).
+pub fn control_secret_of(annotations: Option<&BTreeMap<String, String>>, own_control_secret: &str) -> String {
+    match annotations.and_then(|a| a.get(WARM_NAME_ANNOTATION)) {
+        Some(warm_name) => ChildNames::for_session(warm_name).control_secret,
+        None => own_control_secret.to_owned(),
+    }
+}
