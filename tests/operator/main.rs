@@ -13,6 +13,7 @@ mod properties;
 mod reconcile;
 mod recovery;
 mod refusals;
+mod snapshot;
 mod suspend;
 mod writes;
 

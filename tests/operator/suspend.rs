@@ -23,11 +23,11 @@ use tokio::net::TcpListener;
 
 use crate::{after_scheduler_verdict, condition, container, create, session, set_pod_status};
 
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
 /// What the stand-in answers to `POST /suspend`.
 #[derive(Debug, Clone)]
-enum Answer {
+pub(crate) enum Answer {
     /// 200 with this body.
     Ok(Vec<u8>),
     /// 503 with the runtime's error body.
@@ -39,14 +39,14 @@ enum Answer {
 /// one in `control` (a Secret read when a request comes), records every
 /// token presented.
 #[derive(Clone)]
-struct StandIn {
+pub(crate) struct StandIn {
     answer: Arc<Mutex<Answer>>,
-    presented: Arc<Mutex<Vec<String>>>,
-    resumed: Arc<Mutex<Vec<Vec<u8>>>>,
+    pub(crate) presented: Arc<Mutex<Vec<String>>>,
+    pub(crate) resumed: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl StandIn {
-    async fn start(ip: IpAddr, secrets: Api<Secret>, control: &str, answer: Answer) -> anyhow::Result<Self> {
+    pub(crate) async fn start(ip: IpAddr, secrets: Api<Secret>, control: &str, answer: Answer) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(SocketAddr::new(ip, READINESS_PORT)).await?;
         let me = Self { answer: Arc::new(Mutex::new(answer)), presented: Arc::default(), resumed: Arc::default() };
         let (serving, control) = (me.clone(), control.to_owned());
@@ -94,7 +94,7 @@ impl StandIn {
         Ok(me)
     }
 
-    fn answer(&self, answer: Answer) {
+    pub(crate) fn answer(&self, answer: Answer) {
         *self.answer.lock().expect("the stand-in's answer") = answer;
     }
 }
@@ -120,7 +120,7 @@ async fn read_request(stream: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
 }
 
 /// A document with `tabs` tabs and one cookie whose value is `cookie`.
-fn document(tabs: usize, cookie: &str) -> Vec<u8> {
+pub(crate) fn document(tabs: usize, cookie: &str) -> Vec<u8> {
     let mut doc = SuspendedState::new(1_796_443_000_000);
     doc.storage.cookies.push(json!({"name": "sid", "value": cookie, "domain": "app.test", "path": "/"}));
     doc.tabs = (0..tabs)
@@ -130,7 +130,7 @@ fn document(tabs: usize, cookie: &str) -> Vec<u8> {
 }
 
 /// Writes the Pod's status as a kubelet would: running, Ready, at `ip`.
-async fn ready_at(pods: &Api<Pod>, name: &str, ip: IpAddr) -> anyhow::Result<()> {
+pub(crate) async fn ready_at(pods: &Api<Pod>, name: &str, ip: IpAddr) -> anyhow::Result<()> {
     after_scheduler_verdict(pods, name).await;
     let conditions = json!([{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]);
     let running = container(true, 0, json!({"running": {}}), json!({}));
@@ -143,11 +143,15 @@ async fn ready_at(pods: &Api<Pod>, name: &str, ip: IpAddr) -> anyhow::Result<()>
     .await
 }
 
-async fn status(sessions: &Api<BrowserSession>, name: &str) -> anyhow::Result<BrowserSessionStatus> {
+pub(crate) async fn status(sessions: &Api<BrowserSession>, name: &str) -> anyhow::Result<BrowserSessionStatus> {
     sessions.get(name).await?.status.context("no status yet")
 }
 
-async fn phase_is(sessions: &Api<BrowserSession>, name: &str, want: Phase) -> anyhow::Result<BrowserSessionStatus> {
+pub(crate) async fn phase_is(
+    sessions: &Api<BrowserSession>,
+    name: &str,
+    want: Phase,
+) -> anyhow::Result<BrowserSessionStatus> {
     eventually(WAIT, || async {
         let s = status(sessions, name).await?;
         ensure!(s.phase == Some(want), "phase {:?}, want {want:?}; conditions {:?}", s.phase, s.conditions);
@@ -162,16 +166,16 @@ async fn set_suspended(sessions: &Api<BrowserSession>, name: &str, suspended: bo
     Ok(())
 }
 
-struct Scene {
-    client: Client,
-    ns: TestNamespace,
+pub(crate) struct Scene {
+    pub(crate) client: Client,
+    pub(crate) ns: TestNamespace,
     _op: RunningOperator,
-    pods: Api<Pod>,
-    sessions: Api<BrowserSession>,
-    secrets: Api<Secret>,
+    pub(crate) pods: Api<Pod>,
+    pub(crate) sessions: Api<BrowserSession>,
+    pub(crate) secrets: Api<Secret>,
 }
 
-async fn scene(prefix: &str) -> anyhow::Result<Scene> {
+pub(crate) async fn scene(prefix: &str) -> anyhow::Result<Scene> {
     let client = client().await?;
     ensure_crd(&client).await?;
     let ns = TestNamespace::new(&client, prefix).await?;
