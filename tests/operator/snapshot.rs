@@ -147,9 +147,16 @@ async fn a_session_from_a_snapshot_that_is_missing_or_failed_waits_or_fails_nami
     assert_eq!(retried.phase, Some(SnapshotPhase::Taking), "retried, not failed at once");
     let message = retried.message.unwrap_or_default();
     assert!(message.contains("503"), "{message}");
-    let still = status(&s.sessions, "early").await?;
-    assert_eq!(condition(&still, "ConfigResolved").map(|c| c.1), Some("SnapshotNotReady".into()));
+    // The session looks again every few seconds: it now waits for a snapshot that exists.
+    let still = eventually(WAIT, || async {
+        let st = status(&s.sessions, "early").await?;
+        let reason = condition(&st, "ConfigResolved").map(|c| c.1);
+        ensure!(reason.as_deref() == Some("SnapshotNotReady"), "{reason:?}");
+        Ok(st)
+    })
+    .await?;
     assert_eq!(still.phase, Some(Phase::Pending));
+    ensure!(s.pods.get_opt("early-browser").await?.is_none(), "a Pod started without its snapshot");
     ensure!(s.secrets.get_opt("later-state").await?.is_none(), "a failed take stored something");
     Ok(())
 }
