@@ -10,6 +10,7 @@
 mod cdp;
 mod clients;
 mod egress_hosts;
+mod fork;
 mod hostile;
 mod kubectl;
 mod network;
@@ -42,7 +43,10 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
         pool::a_claimed_session_keeps_its_settings(&client, &installed),
         egress_hosts::a_page_reaches_allowed_hosts_only(&client, &installed),
         recordings_export::segments_leave_the_pod_and_a_kill_is_marked(&client, &installed),
-        suspend::sessions_park_and_come_back(&client, &installed),
+        async {
+            suspend::sessions_park_and_come_back(&client, &installed).await?;
+            fork::three_forks_start_from_a_snapshot(&client, &installed).await.context("fork")
+        },
     );
     let survived = hostile::operator_never_restarted(&client, system).await;
     let uninstalled = setup::uninstall(&client, &installed).await;
@@ -57,7 +61,7 @@ async fn install_drive_view_recover_delete() -> anyhow::Result<()> {
     kept.context("a claimed session's own settings, whatever becomes of its pool")?;
     hosts.context("egress by host name through the in-Pod proxy")?;
     exported.context("recordings exported to the object store while the session runs")?;
-    parked.context("sessions suspended and resumed on the State path")?;
+    parked.context("sessions suspended and resumed on the State path, then forked")?;
     survived.context("the operator across the whole suite")?;
     uninstalled
 }

@@ -28,8 +28,8 @@ use crate::setup::{start_fixture, tolerations, Installed, BROWSER_IMAGE};
 const NAME: &str = "parked";
 const FIXTURE: &str = "suspend-fixture";
 /// What the agent types, and its cookie.
-const NOTE: &str = "kept across a suspend";
-const COOKIE: &str = "who=agent";
+pub(crate) const NOTE: &str = "kept across a suspend";
+pub(crate) const COOKIE: &str = "who=agent";
 
 /// A session of its own, then a pooled one, one after the other (they
 /// share the fixture and keep the node's load down).
@@ -91,21 +91,9 @@ async fn parks_and_comes_back(
     name: &str,
     fixture: &str,
 ) -> anyhow::Result<BrowserSessionStatus> {
-    let form = format!("{}form", fixture.trim_end_matches('/').to_owned() + "/");
     let (status, _) = wait_ready(client, ns, name).await?;
     let pod = pod_name(&status)?;
-
-    // The agent's work: the form page with a note typed and a cookie, and a second tab.
-    exec(ns, &pod, BROWSER, &["playwright-cli", "goto", &form]).await?.ok("goto the form")?;
-    let typed = format!(
-        "() => {{ const note = document.querySelector('#note'); note.value = {NOTE:?}; \
-         note.dispatchEvent(new Event('input', {{bubbles: true}})); document.cookie = '{COOKIE}; max-age=3600; path=/'; \
-         window.counter = 1000; return document.cookie; }}"
-    );
-    let out = eval(ns, &pod, &typed).await?;
-    ensure!(out.contains(COOKIE), "the cookie was not set: {out}");
-    exec(ns, &pod, BROWSER, &["playwright-cli", "tab-new", fixture]).await?.ok("a second tab")?;
-    exec(ns, &pod, BROWSER, &["playwright-cli", "tab-select", "0"]).await?.ok("back to the form")?;
+    let form = fill_in(ns, &pod, fixture).await?;
 
     // Suspend: the Pod goes, the state stays in a Secret.
     let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), ns);
@@ -154,10 +142,7 @@ async fn parks_and_comes_back(
     let new_pod = pod_name(&resumed)?;
     let tabs = exec(ns, &new_pod, BROWSER, &["playwright-cli", "tab-list"]).await?.ok("tab-list")?;
     ensure!(tabs.contains(&form) && tabs.contains(fixture), "the tabs did not come back:\n{tabs}");
-    let read = "() => JSON.stringify({url: location.href, note: document.querySelector('#note').value, \
-                cookie: document.cookie, counter: window.counter})";
-    let page = eval(ns, &new_pod, read).await?;
-    let page = json_of(&page).with_context(|| format!("the page's answer: {page}"))?;
+    let page = read_page(ns, &new_pod).await?;
     ensure!(page["url"] == form.as_str(), "the active tab is not the form: {page}");
     ensure!(page["note"] == NOTE, "the note was not restored: {page}");
     ensure!(page["cookie"].as_str().is_some_and(|c| c.contains(COOKIE)), "the cookie was not restored: {page}");
@@ -194,6 +179,33 @@ async fn wait_phase(
     .await
 }
 
+/// The agent's work on a fresh session's `pod`: the fixture's form page
+/// with a note typed, a cookie set and a counter in the page's memory, and
+/// a second tab on the fixture's front page (the form's tab selected).
+/// Returns the form's URL.
+pub(crate) async fn fill_in(ns: &str, pod: &str, fixture: &str) -> anyhow::Result<String> {
+    let form = format!("{}/form", fixture.trim_end_matches('/'));
+    exec(ns, pod, BROWSER, &["playwright-cli", "goto", &form]).await?.ok("goto the form")?;
+    let typed = format!(
+        "() => {{ const note = document.querySelector('#note'); note.value = {NOTE:?}; \
+         note.dispatchEvent(new Event('input', {{bubbles: true}})); document.cookie = '{COOKIE}; max-age=3600; path=/'; \
+         window.counter = 1000; return document.cookie; }}"
+    );
+    let out = eval(ns, pod, &typed).await?;
+    ensure!(out.contains(COOKIE), "the cookie was not set: {out}");
+    exec(ns, pod, BROWSER, &["playwright-cli", "tab-new", fixture]).await?.ok("a second tab")?;
+    exec(ns, pod, BROWSER, &["playwright-cli", "tab-select", "0"]).await?.ok("back to the form")?;
+    Ok(form)
+}
+
+/// The selected tab's URL, note, cookies and counter, as the page says them.
+pub(crate) async fn read_page(ns: &str, pod: &str) -> anyhow::Result<serde_json::Value> {
+    let read = "() => JSON.stringify({url: location.href, note: document.querySelector('#note').value, \
+                cookie: document.cookie, counter: window.counter})";
+    let page = eval(ns, pod, read).await?;
+    json_of(&page).with_context(|| format!("the page's answer: {page}"))
+}
+
 /// A JSON answer, or a JSON string holding one (`--raw` prints a string result as JSON).
 fn json_of(out: &str) -> anyhow::Result<serde_json::Value> {
     match serde_json::from_str(out.trim())? {
@@ -203,6 +215,6 @@ fn json_of(out: &str) -> anyhow::Result<serde_json::Value> {
 }
 
 /// `playwright-cli --raw eval <function>`: its result only.
-async fn eval(ns: &str, pod: &str, function: &str) -> anyhow::Result<String> {
+pub(crate) async fn eval(ns: &str, pod: &str, function: &str) -> anyhow::Result<String> {
     exec(ns, pod, BROWSER, &["playwright-cli", "--raw", "eval", function]).await?.ok("eval")
 }
