@@ -1,16 +1,18 @@
 //! The chart's opt-in ValidatingAdmissionPolicies on the real API server: a
 //! BrowserSession, and a BrowserPool's template, may reference only the
 //! Secrets and ServiceAccount its namespace's annotations allow, and every
-//! refusal names the field.
+//! refusal names the field; and (on by default) a session starts from a
+//! BrowserSnapshot only for whoever may `use` that snapshot.
 
 use std::time::Duration;
 
 use anyhow::{bail, ensure};
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use playpen_api::v1alpha1::BrowserPool;
 use playpen_api::BrowserSession;
-use playpen_tests::{client, ensure_crd, eventually, TestNamespace};
+use playpen_tests::{client, client_as, ensure_crd, eventually, TestNamespace};
 use serde_json::{json, Value};
 
 use crate::{helm, kubectl, CHART};
@@ -155,6 +157,74 @@ async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -
     let unguarded: Api<BrowserSession> = Api::namespaced(client.clone(), &open.name);
     let verdict = admit(&unguarded, "free", launch("launch-bad")).await?;
     ensure!(verdict.is_ok(), "the policy must apply only where its binding selects: {verdict:?}");
+    kubectl(&["delete", "--ignore-not-found", "-f", "-"], &rendered).await?;
+    Ok(())
+}
+
+/// A Role in `ns` granting `verbs` on `resource` (only `names`, when given), bound to `user`.
+async fn grant(client: &kube::Client, ns: &str, user: &str, rule: Value) -> anyhow::Result<()> {
+    let name = format!("{user}-{}", rule["verbs"][0].as_str().unwrap_or("x"));
+    let role: Role = serde_json::from_value(json!({"metadata": {"name": name}, "rules": [rule]}))?;
+    Api::<Role>::namespaced(client.clone(), ns).create(&PostParams::default(), &role).await?;
+    let binding: RoleBinding = serde_json::from_value(json!({"metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}))?;
+    Api::<RoleBinding>::namespaced(client.clone(), ns).create(&PostParams::default(), &binding).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn starting_a_session_from_a_snapshot_needs_use_on_that_snapshot() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let guarded = TestNamespace::new(&client, "snapuse").await?;
+    let g = guarded.name.as_str();
+    let release = format!("use-{}", &g[g.len() - 6..]);
+    let selector = json!({"matchLabels": {"playpen.dev/test-policy": g}}).to_string();
+    let rendered = helm(&[
+        "template",
+        &release,
+        CHART,
+        "--show-only",
+        "templates/snapshot-use-policy.yaml",
+        "--set-json",
+        &format!("snapshots.usePolicy.namespaceSelector={selector}"),
+    ])?;
+    kubectl(&["apply", "--server-side", "--field-manager", "playpen-tests", "-f", "-"], &rendered).await?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let label = json!({"metadata": {"labels": {"playpen.dev/test-policy": g}}});
+    namespaces.patch(g, &PatchParams::default(), &Patch::Merge(label)).await?;
+    // Carol may create sessions, and nothing about snapshots.
+    let sessions = json!({"apiGroups": ["playpen.dev"], "resources": ["browsersessions"], "verbs": ["create"]});
+    grant(&client, g, "carol", sessions).await?;
+    let carol: Api<BrowserSession> = Api::namespaced(client_as("carol", &["system:authenticated"]).await?, g);
+    let from = |snapshot: &str| json!({"image": "i", "from": {"snapshot": snapshot}});
+    let message = eventually(Duration::from_secs(30), || async {
+        match admit(&carol, "fork", from("snap")).await? {
+            Ok(()) => bail!("not refused yet (policy not active?)"),
+            Err(message) => Ok(message),
+        }
+    })
+    .await?;
+    ensure!(
+        message.contains("spec.from.snapshot: carol may not use BrowserSnapshot snap") && message.contains("verb use"),
+        "{message}"
+    );
+    let verdict = admit(&carol, "plain", json!({"image": "i"})).await?;
+    ensure!(verdict.is_ok(), "a session from no snapshot is not this policy's business: {verdict:?}");
+    // `use` on one snapshot by name: that one, and no other.
+    let one = json!({"apiGroups": ["playpen.dev"], "resources": ["browsersnapshots"], "verbs": ["use"], "resourceNames": ["snap"]});
+    grant(&client, g, "carol", one).await?;
+    eventually(Duration::from_secs(30), || async {
+        let verdict = admit(&carol, "fork", from("snap")).await?;
+        ensure!(verdict.is_ok(), "use on snap is granted: {verdict:?}");
+        Ok(())
+    })
+    .await?;
+    match admit(&carol, "fork", from("other")).await? {
+        Ok(()) => bail!("use on snap gave carol every snapshot"),
+        Err(message) => ensure!(message.contains("BrowserSnapshot other"), "{message}"),
+    }
     kubectl(&["delete", "--ignore-not-found", "-f", "-"], &rendered).await?;
     Ok(())
 }
