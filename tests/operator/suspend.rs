@@ -248,6 +248,14 @@ async fn a_ready_session_is_saved_parked_and_resumed_with_its_state() -> anyhow:
     let config = Api::<ConfigMap>::namespaced(s.client.clone(), n).get("demo-runtime").await?;
     let runtime_json = config.data.and_then(|d| d.get("runtime.json").cloned()).unwrap_or_default();
     assert!(runtime_json.contains("\"resumeStateFile\": \"/etc/playpen/resume/state.json\""), "{runtime_json}");
+    // The time it was parked (at least the 3 s above) does not count toward maxLifetimeSeconds.
+    let config: serde_json::Value = serde_json::from_str(&runtime_json)?;
+    let started: k8s_openapi::jiff::Timestamp =
+        config["sessionStartedAt"].as_str().context("sessionStartedAt")?.parse()?;
+    let created = s.sessions.get("demo").await?.metadata.creation_timestamp.context("creation")?.0;
+    let parked_seconds = status(&s.sessions, "demo").await?.suspend.and_then(|x| x.suspended_seconds);
+    assert!(parked_seconds.is_some_and(|p| p >= 3), "status.suspend.suspendedSeconds {parked_seconds:?}");
+    assert_eq!(started.duration_since(created).as_secs(), parked_seconds.unwrap_or_default(), "{runtime_json}");
     let resuming = phase_is(&s.sessions, "demo", Phase::Resuming).await?;
     assert_eq!(condition(&resuming, "Suspended").map(|c| c.1), Some("Resuming".into()));
     ready_at(&s.pods, "demo-browser", ip).await?;

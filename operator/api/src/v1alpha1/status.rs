@@ -86,6 +86,11 @@ pub struct SuspendStatus {
     /// From that moment to the resumed browser Ready with its tabs back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_resume_millis: Option<i64>,
+    /// Seconds the session has spent parked, every suspend together (the
+    /// one under way counted once it is resumed): `maxLifetimeSeconds`
+    /// counts only the time it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_seconds: Option<i64>,
 }
 
 /// How a session with `spec.pool` got its browser.

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use playpen_api::layout::{
     daemon_session_dir, sockets_dir, AUTH_STATE_DIR, AUTH_STATE_FILE, DATA_HOME, LAUNCH_CONFIG_DIR, LAUNCH_CONFIG_KEY,
     RUNTIME_CONFIG_KEY, SNAPSHOT_DIR,
@@ -55,7 +56,7 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity, egress: &EgressDefault
             .and_then(|q| quantity::bytes(&q.0)),
         idle_timeout_seconds: spec.idle_timeout_seconds,
         max_lifetime_seconds: spec.max_lifetime_seconds,
-        session_started_at: bs.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
+        session_started_at: session_started_at(bs).map(|t| t.to_string()),
         auth_state_file: spec.auth_state.as_ref().map(|_| format!("{AUTH_STATE_DIR}/{AUTH_STATE_FILE}")),
         resume_state_file: super::suspend::resume_state_file(bs),
         record_video: spec.recording.video,
@@ -65,6 +66,15 @@ pub fn runtime_config(bs: &BrowserSession, id: &Identity, egress: &EgressDefault
         egress_hosts: egress_hosts_config(&spec.network.egress, egress),
         recording_export: RecordingExportConfig::of(bs),
     }
+}
+
+/// When the session's lifetime started, as `maxLifetimeSeconds` counts
+/// it: its creation, moved later by the time it spent suspended.
+fn session_started_at(bs: &BrowserSession) -> Option<Timestamp> {
+    let created = bs.metadata.creation_timestamp.as_ref()?.0;
+    let parked = bs.status.as_ref().and_then(|s| s.suspend.as_ref()).and_then(|s| s.suspended_seconds);
+    let shifted = created.checked_add(SignedDuration::from_secs(parked.unwrap_or_default().max(0)));
+    Some(shifted.unwrap_or(created))
 }
 
 /// Seconds per video segment: the spec's, else 60 with an export, else

@@ -376,6 +376,13 @@ fn runtime_config_states_the_snapshot_volume_size_and_when_the_session_started()
     assert_eq!(default.snapshot_volume_bytes, Some(1 << 30), "the default emptyDir limit, 1Gi");
     assert_eq!(default.snapshot_max_total_bytes, None);
     assert_eq!(default.session_started_at.as_deref(), Some("2026-12-01T08:00:00Z"));
+    // Time spent suspended does not count toward maxLifetimeSeconds: the start moves later.
+    let mut parked = session(json!({"image": "i"}));
+    parked.metadata.creation_timestamp = Some(Time("2026-12-01T08:00:00Z".parse().expect("ts")));
+    let suspend = playpen_api::v1alpha1::SuspendStatus { suspended_seconds: Some(5400), ..Default::default() };
+    parked.status = Some(playpen_api::v1alpha1::BrowserSessionStatus { suspend: Some(suspend), ..Default::default() });
+    let config = runtime_config(&parked, &Identity::of(&parked).expect("id"), &EgressDefaults::default());
+    assert_eq!(config.session_started_at.as_deref(), Some("2026-12-01T09:30:00Z"));
     let empty_dir = sized(json!({"volume": {"emptyDir": {"sizeLimit": "200Mi"}},
         "retention": {"maxTotalSize": "100M"}}));
     assert_eq!(

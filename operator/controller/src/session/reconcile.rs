@@ -55,6 +55,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     if let Step::Park(parking) = stage.step {
         return suspend::park(&ctx, &bs, &own, target, &stage, parking, now).await;
     }
+    let bs = suspend::unparked(bs, now);
     let (read, built) = dereference(&ctx, target, &bs, &own, now).await?;
     let plan = plan::plan(&read.facts);
     let Some(Built { mut missing, children }) = built else {

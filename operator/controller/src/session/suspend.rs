@@ -81,6 +81,20 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
     Stage { step, pod, control_secret }
 }
 
+/// `bs` as its browser is built and its status computed: a parked session
+/// asked back has its parked time counted ([`status::suspend::unparked`]).
+pub(super) fn unparked(bs: Arc<BrowserSession>, now: Timestamp) -> Arc<BrowserSession> {
+    let asked_back = !bs.spec.suspended && bs.status.as_ref().and_then(|s| s.phase) == Some(Phase::Suspended);
+    if !asked_back {
+        return bs;
+    }
+    let mut unparked = (*bs).clone();
+    if let Some(status) = unparked.status.as_mut() {
+        status::suspend::unparked(status, now);
+    }
+    Arc::new(unparked)
+}
+
 /// A parked session's reconcile: its Pod deleted, its status `Suspended`.
 /// Its other children stay (they cost nothing and a resume reuses them).
 pub(super) async fn park(

@@ -44,13 +44,15 @@ pub fn parked(
             tabs: Some(saved.tabs),
             suspend_millis: Some(saved.millis),
             resume_requested_at: None,
-            last_resume_millis: before.and_then(|b| b.last_resume_millis),
+            last_resume_millis: before.as_ref().and_then(|b| b.last_resume_millis),
+            suspended_seconds: before.and_then(|b| b.suspended_seconds),
         },
         Parking::Empty => SuspendStatus {
             path: EMPTY_PATH.into(),
             reason: "the browser was not Ready: nothing was saved; resume starts a fresh browser".into(),
             suspended_at: Some(Time(now)),
-            last_resume_millis: before.and_then(|b| b.last_resume_millis),
+            last_resume_millis: before.as_ref().and_then(|b| b.last_resume_millis),
+            suspended_seconds: before.and_then(|b| b.suspended_seconds),
             ..SuspendStatus::default()
         },
         Parking::AsBefore => {
@@ -78,6 +80,21 @@ pub fn parked(
     for c in conditions.into_iter().chain([Cond::new(condition::SUSPENDED, true, "Suspended", message)]) {
         replace(new, c, stored, now);
     }
+}
+
+/// A parked session asked back (`spec.suspended` false while its status
+/// still says `Suspended`): the time it was parked is added to
+/// `suspendedSeconds` now, before its browser is built, so the resumed
+/// runtime's lifetime leaves it out from its first second. The status
+/// this reconcile writes is no longer `Suspended`, so it is added once.
+pub fn unparked(status: &mut BrowserSessionStatus, now: Timestamp) {
+    if status.phase != Some(Phase::Suspended) {
+        return;
+    }
+    let Some(suspend) = status.suspend.as_mut() else { return };
+    let Some(since) = suspend.suspended_at.as_ref() else { return };
+    let parked = now.duration_since(since.0).as_secs().max(0);
+    suspend.suspended_seconds = Some(suspend.suspended_seconds.unwrap_or_default().saturating_add(parked));
 }
 
 /// The status of a session with a browser, as the suspend `step` shapes it.
@@ -196,6 +213,27 @@ mod tests {
         let mut again = new.clone();
         parked(&mut again, Parking::AsBefore, "s-suspended", &new.conditions, now + Duration::from_secs(60));
         assert_eq!(again, new);
+    }
+
+    #[test]
+    fn the_time_parked_is_counted_once_and_kept_across_suspends() {
+        let at = |s: i64| Timestamp::from_second(1_796_112_000 + s).expect("ts");
+        let mut new = ready();
+        parked(&mut new, Parking::Saved(Saved { bytes: 1, tabs: 1, millis: 1 }), "s-suspended", &[], at(0));
+        unparked(&mut new, at(3600));
+        assert_eq!(new.suspend.as_ref().and_then(|s| s.suspended_seconds), Some(3600));
+        // Once resumed the status is no longer Suspended: nothing more is added.
+        new.phase = Some(Phase::Resuming);
+        unparked(&mut new, at(7200));
+        assert_eq!(new.suspend.as_ref().and_then(|s| s.suspended_seconds), Some(3600));
+        // A second suspend adds its own time to the first's, whatever was saved.
+        parked(&mut new, Parking::Empty, "s-suspended", &[], at(10_000));
+        unparked(&mut new, at(10_060));
+        assert_eq!(new.suspend.as_ref().and_then(|s| s.suspended_seconds), Some(3660));
+        // A session never parked has nothing to count.
+        let mut running = ready();
+        unparked(&mut running, at(50));
+        assert_eq!(running.suspend, None);
     }
 
     #[test]
