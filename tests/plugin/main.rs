@@ -2,15 +2,16 @@
 //! Pending), run through kubectl's plugin mechanism: the built
 //! `kubectl-playpen` first on PATH, `kubectl playpen …` as a user types it.
 //! What needs a running Pod (run, view, cdp, logs, snapshot, record) is the
-//! end-to-end scenario `tests/e2e/plugin.rs`.
+//! end-to-end scenario `tests/e2e/plugin.rs`. For `fork` the test plays the
+//! operator: it writes the snapshot's status itself.
 
 use std::time::Duration;
 
 use anyhow::{ensure, Context as _};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
-use playpen_api::v1alpha1::PullPolicy;
+use playpen_api::v1alpha1::{BrowserSnapshot, PullPolicy};
 use playpen_api::BrowserSession;
 use playpen_tests::fixtures::session;
 use playpen_tests::kubectl::{plugin_command, with_plugin};
@@ -399,8 +400,8 @@ async fn completion_scripts_name_every_subcommand() -> anyhow::Result<()> {
         .find(|opts| opts.contains("--namespace") && opts.contains(" ls "))
         .context("no top-level opts in the script")?;
     let words: Vec<&str> = top.trim_end_matches('"').split_whitespace().collect();
-    for sub in ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "completion", "--namespace"]
-    {
+    let subs = ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "fork", "completion"];
+    for sub in subs.into_iter().chain(["--namespace"]) {
         ensure!(words.contains(&sub), "{sub} is not completed at the top level: {top}");
     }
     for shell in ["zsh", "fish"] {
@@ -452,5 +453,94 @@ async fn kubectl_completes_commands_and_session_names_through_the_plugin() -> an
     ensure!(sessions.iter().any(|l| l == "alpha") && sessions.iter().any(|l| l == "beta"), "{sessions:?}");
     ensure!(sessions.last().map(String::as_str) == Some(":4"), "cobra's no-file directive last: {sessions:?}");
     ensure!(prefixed.iter().any(|l| l == "alpha") && !prefixed.iter().any(|l| l == "beta"), "{prefixed:?}");
+    Ok(())
+}
+
+/// Plays the operator: once BrowserSnapshot `name` exists, writes `status`
+/// to its status subresource.
+async fn answer_snapshot(client: &Client, ns: &str, name: &str, status: serde_json::Value) -> anyhow::Result<()> {
+    let api: Api<BrowserSnapshot> = Api::namespaced(client.clone(), ns);
+    eventually(Duration::from_secs(30), || async { Ok(api.get(name).await?) })
+        .await
+        .with_context(|| format!("fork created no BrowserSnapshot {ns}/{name}"))?;
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn fork_starts_sessions_from_a_ready_snapshot_of_the_source() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "plugin-fork").await?;
+    let n = ns.name.as_str();
+    let spec = json!({"image": "playpen/browser:fork", "suspended": true, "idleTimeoutSeconds": 600});
+    create_session(&client, n, "source", spec).await?;
+
+    let fork =
+        tokio::spawn(output(plugin_command(&["fork", "source", "-n", n, "--count", "2", "--snapshot", "snap"])?));
+    answer_snapshot(
+        &client,
+        n,
+        "snap",
+        json!({"phase": "Ready", "stateSecret": "snap-state", "tabs": 1, "path": "State"}),
+    )
+    .await?;
+    let out = fork.await??.ok("fork")?;
+    ensure!(out.contains(&format!("browsersnapshot.playpen.dev/snap created in namespace {n}")), "{out}");
+    for name in ["snap-1", "snap-2"] {
+        ensure!(out.contains(&format!("browsersession.playpen.dev/{name} created in namespace {n}")), "{out}");
+    }
+    ensure!(out.contains(&format!("kubectl playpen run snap-1 -n {n} -- goto")), "{out}");
+
+    let snapshot = Api::<BrowserSnapshot>::namespaced(client.clone(), n).get("snap").await?;
+    ensure!(snapshot.spec.source.session == "source", "{:?}", snapshot.spec);
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    for name in ["snap-1", "snap-2"] {
+        let fork = sessions.get(name).await?;
+        ensure!(fork.spec.from.as_ref().map(|f| f.snapshot.as_str()) == Some("snap"), "{name}: {:?}", fork.spec.from);
+        ensure!(fork.spec.browser.image == "playpen/browser:fork", "{name}: {:?}", fork.spec.browser.image);
+        ensure!(!fork.spec.suspended, "{name}: a fork runs");
+        ensure!(fork.spec.idle_timeout_seconds == Some(600), "{name}: the rest of the spec is copied");
+        let label = fork.metadata.labels.as_ref().and_then(|l| l.get("playpen.dev/forked-from"));
+        ensure!(label.map(String::as_str) == Some("source"), "{name}: {:?}", fork.metadata.labels);
+        let managers: Vec<_> =
+            fork.metadata.managed_fields.iter().flatten().filter_map(|m| m.manager.clone()).collect();
+        ensure!(managers.contains(&"kubectl-playpen".to_owned()), "{name}: {managers:?}");
+    }
+    ensure!(sessions.get_opt("snap-3").await?.is_none(), "--count 2 makes two");
+    Ok(())
+}
+
+#[tokio::test]
+async fn fork_stops_at_a_failed_snapshot_and_at_names_too_long() -> anyhow::Result<()> {
+    let client = client().await?;
+    ensure_crd(&client).await?;
+    let ns = TestNamespace::new(&client, "plugin-fork-fail").await?;
+    let n = ns.name.as_str();
+    create_session(&client, n, "source", json!({"image": "playpen/browser:fork"})).await?;
+    let sessions: Api<BrowserSession> = Api::namespaced(client.clone(), n);
+    let snapshots: Api<BrowserSnapshot> = Api::namespaced(client.clone(), n);
+
+    let fork = tokio::spawn(output(plugin_command(&["fork", "source", "-n", n, "--count", "2", "--snapshot", "bad"])?));
+    answer_snapshot(&client, n, "bad", json!({"phase": "Failed", "message": "the runtime answered 503"})).await?;
+    let err = fork.await??.failed("fork of a failed snapshot")?;
+    ensure!(err.contains(&format!("BrowserSnapshot {n}/bad failed: the runtime answered 503")), "{err}");
+    for name in ["bad-1", "bad-2"] {
+        ensure!(sessions.get_opt(name).await?.is_none(), "{name} was created from a failed snapshot");
+    }
+
+    // Names that cannot be sessions are refused before anything is created.
+    let long = "s".repeat(56);
+    let err =
+        playpen(&["fork", "source", "-n", n, "--count", "10", "--snapshot", &long]).await?.failed("long names")?;
+    ensure!(err.contains("pass --snapshot with a shorter name"), "{err}");
+    ensure!(snapshots.get_opt(&long).await?.is_none(), "a snapshot was created for forks that cannot exist");
+
+    // A missing source reads as for every other command.
+    let err = playpen(&["fork", "nope", "-n", n]).await?.failed("fork of a missing session")?;
+    ensure!(
+        err.trim() == format!("error: no BrowserSession \"nope\" in namespace \"{n}\" (kubectl playpen ls -n {n})"),
+        "{err}"
+    );
     Ok(())
 }

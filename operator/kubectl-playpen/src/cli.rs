@@ -79,6 +79,9 @@ pub enum Command {
     Suspend(SuspendArgs),
     /// Bring a suspended session back (spec.suspended: false).
     Resume(SuspendArgs),
+    /// Copy a running session's pages into a BrowserSnapshot and start N
+    /// sessions from it (spec.from.snapshot).
+    Fork(ForkArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),
     /// Completions for kubectl's plugin completion (`kubectl_complete-playpen`
@@ -299,6 +302,31 @@ pub struct SuspendArgs {
     pub wait: Option<Duration>,
 }
 
+/// `fork`.
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// Name of the running BrowserSession to copy.
+    pub source: String,
+    /// How many sessions to start from the snapshot (named <snapshot>-1 … <snapshot>-N).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub count: u32,
+    /// Name of the BrowserSnapshot (default: <source>-fork-<5 random hex digits>).
+    #[arg(long, value_name = "NAME")]
+    pub snapshot: Option<String>,
+    /// Wait until every fork is Ready, for at most DURATION (default 120s);
+    /// the snapshot itself is always waited for (60s, or DURATION if longer).
+    /// The `=` is needed (`--wait=5m`): a bare `--wait SOURCE` must leave SOURCE the session.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = DEFAULT_WAIT,
+        value_parser = parse_duration
+    )]
+    pub wait: Option<Duration>,
+}
+
 /// `completion`.
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
@@ -426,6 +454,34 @@ mod tests {
         assert!(parse(&["suspend", "demo", "--wait=soon"]).is_err());
         assert!(parse(&["resume", "demo", "--wait", "5m"]).is_err(), "5m would be a second session name");
         assert!(parse(&["suspend"]).is_err(), "a session is named");
+    }
+
+    #[test]
+    fn fork_counts_one_by_default_and_waits_only_when_asked() {
+        let cli = parse(&["fork", "demo", "-n", "team-a"]).unwrap();
+        let Command::Fork(args) = cli.command else { panic!("not fork") };
+        assert_eq!((args.source.as_str(), args.count, args.snapshot, args.wait), ("demo", 1, None, None));
+        assert_eq!(cli.global.namespace.as_deref(), Some("team-a"));
+        let cli = parse(&["fork", "--wait", "demo", "--count", "20", "--snapshot", "snap"]).unwrap();
+        let Command::Fork(args) = cli.command else { panic!("not fork") };
+        assert_eq!(
+            (args.source.as_str(), args.count, args.snapshot.as_deref(), args.wait),
+            ("demo", 20, Some("snap"), Some(Duration::from_secs(120))),
+            "SOURCE is not a duration"
+        );
+        let cli = parse(&["fork", "demo", "--wait=5m"]).unwrap();
+        let Command::Fork(args) = cli.command else { panic!("not fork") };
+        assert_eq!(args.wait, Some(Duration::from_secs(300)));
+        for bad in [
+            &["fork", "demo", "--count", "0"][..],
+            &["fork", "demo", "--count", "21"],
+            &["fork", "demo", "--count", "-1"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse(&["fork", "demo", "--wait", "5m"]).is_err(), "5m would be a second source");
+        assert!(parse(&["fork", "demo", "--wait=soon"]).is_err());
+        assert!(parse(&["fork"]).is_err(), "a source is named");
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub enum Error {
     /// A `--wait` (`new`, `suspend`, `resume`) saw the session fail, end or go.
     #[error("{0}")]
     SessionFailed(String),
+    /// `fork`'s snapshot failed, or went, before it was Ready.
+    #[error("{0}")]
+    SnapshotFailed(String),
     /// A `--wait` ran out of time.
     #[error("{0}")]
     Timeout(String),

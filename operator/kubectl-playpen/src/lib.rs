@@ -3,7 +3,7 @@
 //! connection (`connect`), reading sessions (`sessions`), RBAC rights and
 //! denials (`rbac`), API errors worded from them (`forbidden`), tables (`output`), commands in the Pod (`remote`), the
 //! port-forward listener (`tunnel`), and one module per subcommand
-//! (`commands/`; `suspend` serves `resume` too).
+//! (`commands/`; `suspend` serves `resume` too; `fork` uses `new`'s wait).
 
 pub mod cli;
 pub mod commands;
@@ -60,6 +60,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Egress(args) => commands::egress::run(&cluster, args).await.map(|()| 0),
         Command::Suspend(args) => commands::suspend::run(&cluster, args, Want::Suspend).await.map(|()| 0),
         Command::Resume(args) => commands::suspend::run(&cluster, args, Want::Resume).await.map(|()| 0),
+        Command::Fork(args) => commands::fork::run(&cluster, args).await.map(|()| 0),
         Command::Completion(_) | Command::Complete(_) => Ok(0),
     }
 }

@@ -37,6 +37,17 @@ impl Attempt {
         }
     }
 
+    /// `verb` on BrowserSnapshots in `namespace` (`fork`).
+    pub fn snapshots(verb: &str, namespace: &str) -> Self {
+        Self {
+            verb: verb.to_owned(),
+            group: PLAYPEN_GROUP.to_owned(),
+            resource: "browsersnapshots".to_owned(),
+            subresource: None,
+            namespace: Some(namespace.to_owned()),
+        }
+    }
+
     /// `verb` on Pods (or a subresource of them) in `namespace`.
     pub fn pods(verb: &str, subresource: Option<&str>, namespace: &str) -> Self {
         Self {
@@ -64,6 +75,8 @@ impl Attempt {
         match (self.resource.as_str(), self.subresource.as_deref(), self.verb.as_str()) {
             ("browsersessions", None, "get" | "list" | "watch") => "playpen-viewer",
             ("browsersessions", _, _) => "playpen-admin",
+            // Reading snapshots is driving (suspend and fork); taking one is managing.
+            ("browsersnapshots", None, "get" | "list" | "watch") => "playpen-driver",
             ("pods" | "services", None, "get" | "list" | "watch") => "playpen-viewer",
             ("pods", Some("portforward"), _) => "playpen-viewer",
             ("pods", Some("exec" | "log"), _) => "playpen-driver",

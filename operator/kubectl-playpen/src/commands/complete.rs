@@ -14,7 +14,8 @@ use crate::sessions;
 const NO_FILE_COMPLETION: &str = ":4";
 
 /// Commands whose first argument is a session's name.
-const TAKE_A_SESSION: [&str; 9] = ["run", "view", "cdp", "logs", "snapshot", "record", "egress", "suspend", "resume"];
+const TAKE_A_SESSION: [&str; 10] =
+    ["run", "view", "cdp", "logs", "snapshot", "record", "egress", "suspend", "resume", "fork"];
 
 /// What the word being completed is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +122,7 @@ mod tests {
         assert_eq!(wanted(&words(&["view", "de"])), Wanted::Session { prefix: "de".into(), namespace: None });
         assert_eq!(wanted(&words(&["egress", "de"])), Wanted::Session { prefix: "de".into(), namespace: None });
         assert_eq!(wanted(&words(&["suspend", "de"])), Wanted::Session { prefix: "de".into(), namespace: None });
+        assert_eq!(wanted(&words(&["fork", "de"])), Wanted::Session { prefix: "de".into(), namespace: None });
         assert_eq!(
             wanted(&words(&["resume", "-n", "team-a", "d"])),
             Wanted::Session { prefix: "d".into(), namespace: Some("team-a".into()) }
@@ -146,7 +148,8 @@ mod tests {
     #[test]
     fn command_names_are_the_visible_ones() {
         let names = command_names();
-        let all = ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "suspend", "resume"];
+        let all =
+            ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "suspend", "resume", "fork"];
         for name in all.into_iter().chain(["completion"]) {
             assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
         }

@@ -31,7 +31,9 @@ mod tests {
     fn every_shell_completes_every_subcommand() {
         for shell in [CompletionShell::Bash, CompletionShell::Zsh, CompletionShell::Fish] {
             let text = String::from_utf8(script(shell)).unwrap();
-            let all = ["ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "suspend", "resume"];
+            let all = [
+                "ls", "new", "run", "view", "cdp", "logs", "snapshot", "record", "egress", "suspend", "resume", "fork",
+            ];
             for sub in all.into_iter().chain(["completion"]) {
                 assert!(text.contains(sub), "{shell:?} lacks {sub}");
             }

@@ -5,6 +5,7 @@ pub mod complete;
 pub mod completion;
 pub mod copy;
 pub mod egress;
+pub mod fork;
 pub mod logs;
 pub mod ls;
 pub mod new;
