@@ -80,8 +80,9 @@ pub fn snapshot_object(name: &str, namespace: &str, source: &str) -> Value {
 }
 
 /// Fork `name`: the source's spec as stored, without `suspended` (a fork
-/// runs) and `authState` (the snapshot carries the cookies, and the CRD
-/// refuses both), starting `from` the snapshot. None of the source's
+/// runs), `authState` (the snapshot carries the cookies, and the CRD
+/// refuses both) and `profile` (a PersistentVolumeClaim one browser holds
+/// open: forks would fight over it), starting `from` the snapshot. None of the source's
 /// metadata is copied but the label naming it.
 pub fn fork_object(name: &str, namespace: &str, source: &str, source_spec: &Value, snapshot: &str) -> Result<Value> {
     let mut spec: Map<String, Value> = match source_spec {
@@ -94,6 +95,7 @@ pub fn fork_object(name: &str, namespace: &str, source: &str, source_spec: &Valu
     };
     spec.remove("suspended");
     spec.remove("authState");
+    spec.remove("profile");
     spec.insert("from".into(), json!({"snapshot": snapshot}));
     Ok(json!({
         "apiVersion": "playpen.dev/v1alpha1",
@@ -199,7 +201,7 @@ mod tests {
         let source = json!({
             "image": "playpen/browser:1", "suspended": true, "idleTimeoutSeconds": 600,
             "authState": {"secretRef": {"name": "cookies"}}, "cdp": {"enabled": true, "port": 9222},
-            "from": {"snapshot": "older"},
+            "from": {"snapshot": "older"}, "profile": {"claimName": "home"},
         });
         let fork = fork_object("snap-1", "team-a", "demo", &source, "snap").unwrap();
         assert_eq!(
