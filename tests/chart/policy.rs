@@ -38,6 +38,24 @@ async fn admit_pool(api: &Api<BrowserPool>, template: Value) -> anyhow::Result<R
     }
 }
 
+/// Renders the chart's `template` (a policy and its binding) with `sets`,
+/// its binding scoped to namespaces labelled for namespace `ns` (the policy
+/// is cluster-wide; `values` is where the template takes its
+/// `namespaceSelector`), and applies it. Returns what was applied, to delete it.
+async fn apply_scoped(prefix: &str, ns: &str, template: &str, values: &str, sets: &[&str]) -> anyhow::Result<String> {
+    let release = format!("{prefix}-{}", &ns[ns.len() - 6..]);
+    let selector = json!({"matchLabels": {"playpen.dev/test-policy": ns}}).to_string();
+    let show = format!("templates/{template}");
+    let scoped = format!("{values}.namespaceSelector={selector}");
+    let mut argv = vec!["template", release.as_str(), CHART, "--show-only", show.as_str(), "--set-json", &scoped];
+    for set in sets {
+        argv.extend(["--set", set]);
+    }
+    let rendered = helm(&argv)?;
+    kubectl(&["apply", "--server-side", "--field-manager", "playpen-tests", "-f", "-"], &rendered).await?;
+    Ok(rendered)
+}
+
 #[tokio::test]
 async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -> anyhow::Result<()> {
     let client = client().await?;
@@ -45,21 +63,8 @@ async fn the_admission_policy_allows_only_the_references_the_namespace_lists() -
     let guarded = TestNamespace::new(&client, "vap").await?;
     let open = TestNamespace::new(&client, "novap").await?;
     let g = guarded.name.as_str();
-    // Scope the binding to this test's namespace: the policy is cluster-wide.
-    let release = format!("pol-{}", &g[g.len() - 6..]);
-    let selector = json!({"matchLabels": {"playpen.dev/test-policy": g}}).to_string();
-    let rendered = helm(&[
-        "template",
-        &release,
-        CHART,
-        "--show-only",
-        "templates/admission-policy.yaml",
-        "--set",
-        "admissionPolicy.enabled=true",
-        "--set-json",
-        &format!("admissionPolicy.namespaceSelector={selector}"),
-    ])?;
-    kubectl(&["apply", "--server-side", "--field-manager", "playpen-tests", "-f", "-"], &rendered).await?;
+    let rendered =
+        apply_scoped("pol", g, "admission-policy.yaml", "admissionPolicy", &["admissionPolicy.enabled=true"]).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let meta = json!({"metadata": {"labels": {"playpen.dev/test-policy": g}, "annotations": {
         "playpen.dev/allowed-secrets": "launch-ok, auth-ok,pull-ok,token-ok",
@@ -179,18 +184,7 @@ async fn starting_a_session_from_a_snapshot_needs_use_on_that_snapshot() -> anyh
     ensure_crd(&client).await?;
     let guarded = TestNamespace::new(&client, "snapuse").await?;
     let g = guarded.name.as_str();
-    let release = format!("use-{}", &g[g.len() - 6..]);
-    let selector = json!({"matchLabels": {"playpen.dev/test-policy": g}}).to_string();
-    let rendered = helm(&[
-        "template",
-        &release,
-        CHART,
-        "--show-only",
-        "templates/snapshot-use-policy.yaml",
-        "--set-json",
-        &format!("snapshots.usePolicy.namespaceSelector={selector}"),
-    ])?;
-    kubectl(&["apply", "--server-side", "--field-manager", "playpen-tests", "-f", "-"], &rendered).await?;
+    let rendered = apply_scoped("use", g, "snapshot-use-policy.yaml", "snapshots.usePolicy", &[]).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let label = json!({"metadata": {"labels": {"playpen.dev/test-policy": g}}});
     namespaces.patch(g, &PatchParams::default(), &Patch::Merge(label)).await?;

@@ -324,6 +324,41 @@ async fn a_failing_or_hostile_runtime_keeps_the_browser_and_says_why() -> anyhow
 }
 
 #[tokio::test]
+async fn a_session_parked_past_its_bound_loses_its_state_and_completes() -> anyhow::Result<()> {
+    let s = scene("suspend-expire").await?;
+    let n = s.ns.name.as_str();
+    create(&s.client, n, session("demo", json!({"image": "i", "suspend": {"maxSuspendedSeconds": 3}}))).await?;
+    eventually(WAIT, || async { Ok(s.pods.get("demo-browser").await?) }).await?;
+    let ip = IpAddr::from([127, 0, 35, 10]);
+    let _runtime = StandIn::start(ip, s.secrets.clone(), "demo-control", Answer::Ok(document(1, "c"))).await?;
+    ready_at(&s.pods, "demo-browser", ip).await?;
+    phase_is(&s.sessions, "demo", Phase::Ready).await?;
+    set_suspended(&s.sessions, "demo", true).await?;
+    phase_is(&s.sessions, "demo", Phase::Suspended).await?;
+    ensure!(s.secrets.get_opt("demo-suspended").await?.is_some(), "nothing was saved");
+    // Three seconds on: Completed, the saved state deleted, and it says why.
+    let expired = phase_is(&s.sessions, "demo", Phase::Completed).await?;
+    let said = condition(&expired, "Ready").context("Ready")?;
+    assert_eq!((said.0.as_str(), said.1.as_str()), ("False", "SuspendExpired"));
+    let suspend = expired.suspend.context("status.suspend")?;
+    assert!(suspend.state_secret.is_none() && suspend.expired_at.is_some(), "{suspend:?}");
+    eventually(WAIT, || async {
+        ensure!(s.secrets.get_opt("demo-suspended").await?.is_none(), "the expired state is still stored");
+        Ok(())
+    })
+    .await?;
+    ensure!(s.pods.get_opt("demo-browser").await?.is_none(), "an expired session got a Pod");
+    // Asked back: a fresh browser, nothing to reopen.
+    set_suspended(&s.sessions, "demo", false).await?;
+    let pod = eventually(WAIT, || async { Ok(s.pods.get("demo-browser").await?) }).await?;
+    let volumes = pod.spec.and_then(|p| p.volumes).unwrap_or_default();
+    assert!(!volumes.iter().any(|v| v.name == "resume-state"), "an expired state was mounted");
+    let back = phase_is(&s.sessions, "demo", Phase::Pending).await?;
+    assert!(back.suspend.is_some_and(|x| x.expired_at.is_none() && x.suspended_seconds.is_some_and(|p| p >= 3)));
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_browser_that_is_not_ready_is_parked_with_nothing_saved() -> anyhow::Result<()> {
     let s = scene("suspend-empty").await?;
     let n = s.ns.name.as_str();

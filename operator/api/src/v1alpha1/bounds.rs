@@ -198,6 +198,7 @@ pub fn limits() -> Vec<Limit> {
         path("status.suspend.stateSecret", Length(253), DNS_NAME),
         path("status.suspend.suspendedAt", Length(64), "an RFC 3339 time"),
         path("status.suspend.resumeRequestedAt", Length(64), "an RFC 3339 time"),
+        path("status.suspend.expiredAt", Length(64), "an RFC 3339 time"),
         path("status.path", Length(16), "State"),
         path("status.reason", Length(64), "one word, like a condition's reason"),
         path("status.message", Length(1024), "one sentence, like a condition's message"),

@@ -123,10 +123,41 @@ pub struct BrowserSessionSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suspended: bool,
 
+    /// How a parked session is kept.
+    #[serde(default, skip_serializing_if = "SuspendSpec::is_default")]
+    pub suspend: SuspendSpec,
+
     /// Start from a BrowserSnapshot's pages (its storage state and tabs)
     /// instead of a blank browser: `kubectl playpen fork` sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<SessionFrom>,
+}
+
+/// How long a parked session is kept (`spec.suspend`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SuspendSpec {
+    /// After this many seconds parked the saved state is deleted and the
+    /// session is `Completed` (reason `SuspendExpired`); default 604800 (7
+    /// days). Mutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self > 0").message("spec.suspend.maxSuspendedSeconds must be positive; omit it for the default of 7 days"))]
+    pub max_suspended_seconds: Option<i64>,
+}
+
+/// How long a parked session is kept when `spec.suspend.maxSuspendedSeconds` is unset: 7 days.
+pub const DEFAULT_MAX_SUSPENDED_SECONDS: i64 = 7 * 24 * 3600;
+
+impl SuspendSpec {
+    /// Whether nothing is set (then the field is left out).
+    pub fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
+
+    /// Seconds a parked session is kept.
+    pub fn max_suspended_seconds(&self) -> i64 {
+        self.max_suspended_seconds.unwrap_or(DEFAULT_MAX_SUSPENDED_SECONDS)
+    }
 }
 
 /// Where a session's browser is defined: its own spec, or a BrowserPool's

@@ -91,6 +91,10 @@ pub struct SuspendStatus {
     /// counts only the time it was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspended_seconds: Option<i64>,
+    /// When the saved state was deleted because the session stayed parked
+    /// longer than `spec.suspend.maxSuspendedSeconds` (phase `Completed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_at: Option<Time>,
 }
 
 /// How a session with `spec.pool` got its browser.

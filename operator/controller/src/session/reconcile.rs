@@ -51,7 +51,7 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
     if let Some(action) = from::seed(&ctx, &bs, &own, now).await? {
         return Ok(action);
     }
-    let stage = suspend::stage(&ctx, &caches, &bs, &own);
+    let stage = suspend::stage(&ctx, &caches, &bs, &own, now);
     if let Step::Park(parking) = stage.step {
         return suspend::park(&ctx, &bs, &own, target, &stage, parking, now).await;
     }

@@ -47,8 +47,11 @@ fn is_claimed_warm(pod: &Pod) -> bool {
 }
 
 /// The stage's decision for `bs`.
-pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &Identity) -> Stage {
+pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &Identity, now: Timestamp) -> Stage {
     let status = bs.status.as_ref();
+    let phase = status.and_then(|s| s.phase);
+    let saved = status.and_then(|s| s.suspend.as_ref());
+    let expired_before = saved.is_some_and(|s| s.expired_at.is_some());
     let pod_name = status.and_then(|s| s.pod_name.clone()).unwrap_or_else(|| own.names.pod.clone());
     let cached = caches.pods.get(&own.namespace, &pod_name).filter(|p| p.metadata.deletion_timestamp.is_none());
     let pod = match cached.as_ref().map(|p| p.ready_ip()) {
@@ -58,8 +61,9 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
     };
     let facts = Facts {
         suspended: bs.spec.suspended,
-        parked: status.and_then(|s| s.phase) == Some(Phase::Suspended),
-        state_saved: status.and_then(|s| s.suspend.as_ref()).is_some_and(|s| s.state_secret.is_some()),
+        parked: phase == Some(Phase::Suspended) || (phase == Some(Phase::Completed) && expired_before),
+        expired: phase == Some(Phase::Suspended) && parked_for(bs, now) >= bs.spec.suspend.max_suspended_seconds(),
+        state_saved: saved.is_some_and(|s| s.state_secret.is_some()),
         capture: ctx.suspends.get(&own.owner.uid),
         pod,
         now: Instant::now(),
@@ -84,7 +88,11 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
 /// `bs` as its browser is built and its status computed: a parked session
 /// asked back has its parked time counted ([`status::suspend::unparked`]).
 pub(super) fn unparked(bs: Arc<BrowserSession>, now: Timestamp) -> Arc<BrowserSession> {
-    let asked_back = !bs.spec.suspended && bs.status.as_ref().and_then(|s| s.phase) == Some(Phase::Suspended);
+    let asked_back = !bs.spec.suspended
+        && bs.status.as_ref().is_some_and(|s| {
+            s.phase == Some(Phase::Suspended)
+                || (s.phase == Some(Phase::Completed) && s.suspend.as_ref().is_some_and(|x| x.expired_at.is_some()))
+        });
     if !asked_back {
         return bs;
     }
@@ -93,6 +101,12 @@ pub(super) fn unparked(bs: Arc<BrowserSession>, now: Timestamp) -> Arc<BrowserSe
         status::suspend::unparked(status, now);
     }
     Arc::new(unparked)
+}
+
+/// Seconds `bs` has been parked this time (0 when it is not).
+fn parked_for(bs: &BrowserSession, now: Timestamp) -> i64 {
+    let since = bs.status.as_ref().and_then(|s| s.suspend.as_ref()).and_then(|s| s.suspended_at.as_ref());
+    since.map_or(0, |at| now.duration_since(at.0).as_secs())
 }
 
 /// A parked session's reconcile: its Pod deleted, its status `Suspended`.
@@ -109,6 +123,9 @@ pub(super) async fn park(
     if let Some((name, uid)) = &stage.pod {
         crate::apply::delete_pod(target, name, uid).await?;
     }
+    if parking == Parking::Expired {
+        delete_saved_state(ctx, own).await?;
+    }
     let observed = Observed { missing: &[], pod: None, recovery: &Recovery::None, refused: None, export: None };
     let mut new = status::compute(bs, own, observed, &ctx.settings.egress, now);
     new.pool = bs.status.as_ref().and_then(|s| s.pool.clone());
@@ -119,7 +136,9 @@ pub(super) async fn park(
         ctx.suspends.forget(&own.owner.uid);
     }
     ctx.failures.clear(&key(bs));
-    Ok(Action::requeue(Duration::from_secs(300)))
+    // Looked at again when its park expires, if that comes first.
+    let left = bs.spec.suspend.max_suspended_seconds().saturating_sub(parked_for(bs, now)).max(1);
+    Ok(Action::requeue(Duration::from_secs(300).min(Duration::from_secs(left.unsigned_abs()))))
 }
 
 /// Starts the task the stage asks for (the reconcile goes on): the
@@ -186,11 +205,16 @@ pub(super) async fn finish_resume(
     if !status::suspend::resumed(new, &stage.step) {
         return Ok(());
     }
+    // The book keeps the reopen until a reconcile finds the status saying
+    // it (then the step is Run): a status write that fails after this
+    // delete must not start the reopen again.
+    delete_saved_state(ctx, own).await
+}
+
+/// Deletes the session's `<session>-suspended` Secret, if there is one.
+async fn delete_saved_state(ctx: &Context, own: &Identity) -> Result<()> {
     let secrets = ctx.fence.writer::<Secret>(&ctx.client, &own.namespace)?;
     match secrets.delete(&own.names.suspended_state, &DeleteParams::default()).await {
-        // The book keeps the reopen until a reconcile finds the status
-        // saying it (then the step is Run): a status write that fails
-        // after this delete must not start the reopen again.
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(source) => Err(Error::kube("delete", "Secret", &own.namespace, &own.names.suspended_state)(source)),

@@ -21,6 +21,8 @@ pub const SUSPEND_FAILED: &str = "SuspendFailed";
 pub const RESUMING: &str = "Resuming";
 /// Reason of `Suspended=False` once it has.
 pub const RESUMED: &str = "Resumed";
+/// Reason of a session parked past `spec.suspend.maxSuspendedSeconds`.
+pub const SUSPEND_EXPIRED: &str = "SuspendExpired";
 
 /// The status of a parked session: no Pod, phase `Suspended`, what was kept.
 pub fn parked(
@@ -46,6 +48,7 @@ pub fn parked(
             resume_requested_at: None,
             last_resume_millis: before.as_ref().and_then(|b| b.last_resume_millis),
             suspended_seconds: before.and_then(|b| b.suspended_seconds),
+            expired_at: None,
         },
         Parking::Empty => SuspendStatus {
             path: EMPTY_PATH.into(),
@@ -55,7 +58,7 @@ pub fn parked(
             suspended_seconds: before.and_then(|b| b.suspended_seconds),
             ..SuspendStatus::default()
         },
-        Parking::AsBefore => {
+        Parking::AsBefore | Parking::Expired => {
             let mut kept = before.unwrap_or_else(|| SuspendStatus {
                 path: EMPTY_PATH.into(),
                 reason: "nothing was saved".into(),
@@ -63,21 +66,33 @@ pub fn parked(
             });
             kept.resume_requested_at = None;
             kept.suspended_at.get_or_insert(Time(now));
+            if parking == Parking::Expired {
+                kept.state_secret = None;
+                kept.expired_at = Some(Time(now));
+                kept.reason = "parked longer than spec.suspend.maxSuspendedSeconds: the saved state was deleted; \
+                               resume starts a fresh browser"
+                    .into();
+            }
             kept
         }
     };
+    let expired = suspend.expired_at.is_some();
     let message = match &suspend.state_secret {
         Some(secret) => format!("the browser Pod was freed; its state is in Secret {secret}"),
+        None if expired => "parked longer than spec.suspend.maxSuspendedSeconds: its saved state was deleted; \
+                            set spec.suspended to false for a fresh browser"
+            .to_owned(),
         None => "the browser Pod was freed; nothing was saved".to_owned(),
     };
-    new.phase = Some(Phase::Suspended);
+    new.phase = Some(if expired { Phase::Completed } else { Phase::Suspended });
     new.pod_name = None;
     new.restarts = None;
     new.suspend = Some(suspend);
-    let said = |type_| Cond::new(type_, false, "Suspended", "spec.suspended is true: set it to false to resume");
+    let why = if expired { SUSPEND_EXPIRED } else { "Suspended" };
+    let said = |type_| Cond::new(type_, false, why, "spec.suspended is true: set it to false to resume");
     let viewer = Cond::new(condition::VIEWER_READY, false, "Suspended", "the viewer starts with the browser");
     let conditions = [said(condition::READY), said(condition::POD_SCHEDULED), said(condition::BROWSER_READY), viewer];
-    for c in conditions.into_iter().chain([Cond::new(condition::SUSPENDED, true, "Suspended", message)]) {
+    for c in conditions.into_iter().chain([Cond::new(condition::SUSPENDED, true, why, message)]) {
         replace(new, c, stored, now);
     }
 }
@@ -88,10 +103,11 @@ pub fn parked(
 /// runtime's lifetime leaves it out from its first second. The status
 /// this reconcile writes is no longer `Suspended`, so it is added once.
 pub fn unparked(status: &mut BrowserSessionStatus, now: Timestamp) {
-    if status.phase != Some(Phase::Suspended) {
+    let Some(suspend) = status.suspend.as_mut() else { return };
+    let expired = status.phase == Some(Phase::Completed) && suspend.expired_at.take().is_some();
+    if status.phase != Some(Phase::Suspended) && !expired {
         return;
     }
-    let Some(suspend) = status.suspend.as_mut() else { return };
     let Some(since) = suspend.suspended_at.as_ref() else { return };
     let parked = now.duration_since(since.0).as_secs().max(0);
     suspend.suspended_seconds = Some(suspend.suspended_seconds.unwrap_or_default().saturating_add(parked));
@@ -234,6 +250,28 @@ mod tests {
         let mut running = ready();
         unparked(&mut running, at(50));
         assert_eq!(running.suspend, None);
+    }
+
+    #[test]
+    fn a_park_that_expired_is_completed_without_its_state_until_asked_back() {
+        let at = |s: i64| Timestamp::from_second(1_796_112_000 + s).expect("ts");
+        let mut new = ready();
+        parked(&mut new, Parking::Saved(Saved { bytes: 1, tabs: 1, millis: 1 }), "s-suspended", &[], at(0));
+        let mut expired = new.clone();
+        parked(&mut expired, Parking::Expired, "s-suspended", &new.conditions, at(600));
+        assert_eq!(expired.phase, Some(Phase::Completed));
+        let suspend = expired.suspend.clone().unwrap();
+        assert_eq!((suspend.state_secret, suspend.expired_at), (None, Some(Time(at(600)))));
+        assert_eq!(said(&expired, condition::READY).reason, SUSPEND_EXPIRED);
+        assert_eq!(said(&expired, condition::SUSPENDED).reason, SUSPEND_EXPIRED);
+        // Later reconciles keep it so.
+        let mut again = expired.clone();
+        parked(&mut again, Parking::AsBefore, "s-suspended", &expired.conditions, at(900));
+        assert_eq!(again, expired);
+        // Asked back: the time parked is counted and the mark goes.
+        unparked(&mut again, at(1000));
+        let suspend = again.suspend.unwrap();
+        assert_eq!((suspend.suspended_seconds, suspend.expired_at), (Some(1000), None));
     }
 
     #[test]

@@ -21,8 +21,12 @@ pub enum PodFact {
 pub struct Facts {
     /// `spec.suspended`.
     pub suspended: bool,
-    /// Its status says `Suspended`: the Pod was freed.
+    /// Its status says `Suspended` (or `Completed` after a park expired):
+    /// the Pod was freed.
     pub parked: bool,
+    /// Parked longer than `spec.suspend.maxSuspendedSeconds`, its saved
+    /// state not deleted yet.
+    pub expired: bool,
     /// Its status names a saved state not resumed yet.
     pub state_saved: bool,
     /// What a capture found, if one ran.
@@ -43,6 +47,8 @@ pub enum Parking {
     AsBefore,
     /// With nothing: the browser was not Ready.
     Empty,
+    /// Parked too long: its saved state deleted, the session `Completed`.
+    Expired,
 }
 
 /// What the reconcile does.
@@ -69,6 +75,9 @@ pub enum Step {
 pub fn plan(facts: &Facts) -> Step {
     if !facts.suspended {
         return if facts.state_saved { Step::Resume } else { Step::Run };
+    }
+    if facts.parked && facts.expired {
+        return Step::Park(Parking::Expired);
     }
     // Suspended again before a resume was Ready: the saved state stays.
     if facts.parked || facts.state_saved {
@@ -97,6 +106,7 @@ mod tests {
         Facts {
             suspended: true,
             parked: false,
+            expired: false,
             state_saved: false,
             capture: None,
             pod: PodFact::Ready(IpAddr::from([10, 0, 0, 7])),
@@ -125,6 +135,17 @@ mod tests {
         assert_eq!(plan(&failed), Step::CaptureFailed { retry_in: Duration::from_secs(5) });
         let later = Facts { now: f.now + Duration::from_secs(6), ..failed };
         assert_eq!(plan(&later), Step::Capture(IpAddr::from([10, 0, 0, 7])));
+    }
+
+    #[test]
+    fn a_park_that_lasted_too_long_expires_while_suspended_only() {
+        let parked = Facts { parked: true, state_saved: true, pod: PodFact::Absent, expired: true, ..facts() };
+        assert_eq!(plan(&parked), Step::Park(Parking::Expired));
+        // Not parked yet (a capture, a resume on its way): nothing expires.
+        assert_eq!(plan(&Facts { parked: false, ..parked.clone() }), Step::Park(Parking::AsBefore));
+        // Asked back: an expired session starts a fresh browser.
+        let back = Facts { suspended: false, state_saved: false, ..parked };
+        assert_eq!(plan(&back), Step::Run);
     }
 
     #[test]
