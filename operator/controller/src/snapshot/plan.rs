@@ -71,9 +71,14 @@ pub enum Step {
     },
 }
 
+/// Whether a snapshot in `phase` is finished: taken, or given up on.
+pub fn is_finished(phase: Option<SnapshotPhase>) -> bool {
+    matches!(phase, Some(SnapshotPhase::Ready | SnapshotPhase::Failed))
+}
+
 /// The decision.
 pub fn plan(facts: &Facts) -> Step {
-    if matches!(facts.phase, Some(SnapshotPhase::Ready | SnapshotPhase::Failed)) {
+    if is_finished(facts.phase) {
         return Step::Done;
     }
     match &facts.take {

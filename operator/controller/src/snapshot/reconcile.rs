@@ -18,7 +18,7 @@ use playpen_api::BrowserSession;
 use serde_json::json;
 use tracing::instrument;
 
-use super::plan::{plan, Facts, Source, Step};
+use super::plan::{is_finished, plan, Facts, Source, Step};
 use super::policy::read_policy;
 use super::status;
 use crate::children::suspend::SUSPENDED_STATE_TYPE;
@@ -47,9 +47,9 @@ pub async fn reconcile(snapshot: Arc<BrowserSnapshot>, ctx: Arc<Context>) -> Res
     }
     let names = SnapshotNames::for_snapshot(&name);
     let phase = snapshot.status.as_ref().and_then(|s| s.phase);
-    let done = matches!(plan(&Facts { phase, source: Source::Missing, take: None, now: Instant::now() }), Step::Done);
+    // A finished snapshot's source is not read again.
     let (source, source_id) =
-        if done { (Source::Missing, None) } else { read_source(&ctx, &snapshot, &namespace).await? };
+        if is_finished(phase) { (Source::Missing, None) } else { read_source(&ctx, &snapshot, &namespace).await? };
     let facts = Facts { phase, source, take: ctx.snapshots.get(&uid), now: Instant::now() };
     let step = plan(&facts);
     let policies = ctx.fence.writer::<NetworkPolicy>(&ctx.client, &namespace)?;
