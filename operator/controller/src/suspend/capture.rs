@@ -33,8 +33,10 @@ use crate::runtime_reads::{exchange, FetchError};
 pub const CAPTURE_WITHIN: Duration = Duration::from_secs(60);
 /// One request to the runtime (its own capture bounds each page to 5 s).
 const REQUEST_WITHIN: Duration = Duration::from_secs(45);
-/// Between tries while the token or the policy is not in place yet.
-const RETRY_EVERY: Duration = Duration::from_millis(500);
+/// Between tries while the token, the policy or a claim's `runtime.json`
+/// is not in place yet: short, because a resume into a warm claim waits on
+/// the last of these and every try lost is a resume's time.
+const RETRY_EVERY: Duration = Duration::from_millis(100);
 /// The answer's bound: the largest document and then some.
 const MAX_ANSWER_BYTES: usize = 2 * suspend::MAX_DOCUMENT_BYTES;
 /// Annotation of a session's Pod: a digest of its control token (never the
