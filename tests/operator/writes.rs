@@ -179,26 +179,46 @@ async fn in_a_burst_the_pods_come_first_and_every_first_status_follows() -> anyh
     );
     // One each, and one more for a scheduler's verdict where one runs.
     ensure!((n_sessions..=2 * n_sessions).contains(&statuses), "{statuses} status writes for {n_sessions} sessions");
-    // Five children each and the namespace's baseline. A child applied
-    // again (the same PATCH path; creates all share their collection's
-    // path) is most likely a re-apply the applied cache sent because its watch had not
-    // shown the first write within `TRUST_UNSEEN` (seen on a loaded CI
-    // machine): harmless, but rare.
-    let objects = operator.len() - statuses;
-    let mut applies: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for write in operator.iter().filter(|w| w.starts_with("PATCH ") && !w.ends_with("/status")) {
-        *applies.entry(write.as_str()).or_default() += 1;
+    // Five children each and the namespace's baseline, each created once.
+    // Under load a reconcile may run before the watch shows a child it
+    // made: then the applied cache sends it again (a create the API server
+    // refuses with 409, stored nothing, then perhaps the apply that the
+    // compare asks for; seen on loaded CI machines). Harmless, but rare:
+    // a few, never one per session.
+    let objects: Vec<&String> = operator.iter().filter(|w| !w.ends_with("/status")).collect();
+    let mut by_kind: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for write in &objects {
+        let mut parts: Vec<&str> = write.split('/').collect();
+        if !write.starts_with("POST ") {
+            parts.pop();
+        }
+        *by_kind.entry(parts.join("/").replace(n, "NS")).or_default() += 1;
     }
-    let repeats: Vec<(&str, usize)> = applies.iter().filter(|(_, &n)| n > 1).map(|(w, &n)| (*w, n)).collect();
-    let repeated: usize = repeats.iter().map(|(_, n)| n - 1).sum();
+    let expected = 5 * n_sessions + 1;
+    for (collection, want) in [
+        ("configmaps", n_sessions),
+        ("secrets", n_sessions),
+        ("services", n_sessions),
+        ("pods", n_sessions),
+        ("networkpolicies", n_sessions + 1),
+    ] {
+        let created: usize =
+            by_kind.iter().filter(|(k, _)| k.starts_with("POST ") && k.ends_with(collection)).map(|(_, c)| *c).sum();
+        ensure!(created >= want, "{created} creates of {collection} for {n_sessions} sessions: {by_kind:#?}");
+    }
+    let known = ["configmaps", "secrets", "services", "pods", "networkpolicies"];
+    let strange: Vec<&String> = by_kind.keys().filter(|k| !known.iter().any(|c| k.ends_with(c))).collect();
+    ensure!(strange.is_empty(), "writes of kinds a session does not have: {strange:?}");
+    let again = objects.len().saturating_sub(expected);
     ensure!(
-        objects - repeated == 5 * n_sessions + 1,
-        "{objects} object writes, {repeated} of them applies sent again, for {n_sessions} sessions (5 each, and \
-         the baseline)"
+        objects.len() >= expected && again <= n_sessions / 8,
+        "{} object writes for {n_sessions} sessions (5 each, and the baseline: {expected}), {again} sent again \
+         (at most {}): {by_kind:#?}",
+        objects.len(),
+        n_sessions / 8
     );
-    ensure!(repeated <= n_sessions / 16, "{repeated} applies sent again (at most {}): {repeats:?}", n_sessions / 16);
-    if repeated > 0 {
-        eprintln!("writes: {repeated} children applied again under load: {repeats:?}");
+    if again > 0 {
+        eprintln!("writes: {again} children sent again under load: {by_kind:#?}");
     }
     Ok(())
 }
