@@ -51,7 +51,6 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
     let status = bs.status.as_ref();
     let phase = status.and_then(|s| s.phase);
     let saved = status.and_then(|s| s.suspend.as_ref());
-    let expired_before = saved.is_some_and(|s| s.expired_at.is_some());
     let pod_name = status.and_then(|s| s.pod_name.clone()).unwrap_or_else(|| own.names.pod.clone());
     let cached = caches.pods.get(&own.namespace, &pod_name).filter(|p| p.metadata.deletion_timestamp.is_none());
     let pod = match cached.as_ref().map(|p| p.ready_ip()) {
@@ -61,7 +60,7 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
     };
     let facts = Facts {
         suspended: bs.spec.suspended,
-        parked: phase == Some(Phase::Suspended) || (phase == Some(Phase::Completed) && expired_before),
+        parked: status.is_some_and(status::suspend::is_parked),
         expired: phase == Some(Phase::Suspended) && parked_for(bs, now) >= bs.spec.suspend.max_suspended_seconds(),
         state_saved: saved.is_some_and(|s| s.state_secret.is_some()),
         capture: ctx.suspends.get(&own.owner.uid),
@@ -88,11 +87,7 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
 /// `bs` as its browser is built and its status computed: a parked session
 /// asked back has its parked time counted ([`status::suspend::unparked`]).
 pub(super) fn unparked(bs: Arc<BrowserSession>, now: Timestamp) -> Arc<BrowserSession> {
-    let asked_back = !bs.spec.suspended
-        && bs.status.as_ref().is_some_and(|s| {
-            s.phase == Some(Phase::Suspended)
-                || (s.phase == Some(Phase::Completed) && s.suspend.as_ref().is_some_and(|x| x.expired_at.is_some()))
-        });
+    let asked_back = !bs.spec.suspended && bs.status.as_ref().is_some_and(status::suspend::is_parked);
     if !asked_back {
         return bs;
     }

@@ -97,17 +97,29 @@ pub fn parked(
     }
 }
 
+/// Whether the status is of a parked session: `Suspended`, or `Completed`
+/// because it was parked past its bound (its state is gone, but asking it
+/// back still starts a browser). The one definition of "parked" every
+/// caller uses.
+pub fn is_parked(status: &BrowserSessionStatus) -> bool {
+    match status.phase {
+        Some(Phase::Suspended) => true,
+        Some(Phase::Completed) => status.suspend.as_ref().is_some_and(|s| s.expired_at.is_some()),
+        _ => false,
+    }
+}
+
 /// A parked session asked back (`spec.suspended` false while its status
 /// still says `Suspended`): the time it was parked is added to
 /// `suspendedSeconds` now, before its browser is built, so the resumed
 /// runtime's lifetime leaves it out from its first second. The status
 /// this reconcile writes is no longer `Suspended`, so it is added once.
 pub fn unparked(status: &mut BrowserSessionStatus, now: Timestamp) {
-    let Some(suspend) = status.suspend.as_mut() else { return };
-    let expired = status.phase == Some(Phase::Completed) && suspend.expired_at.take().is_some();
-    if status.phase != Some(Phase::Suspended) && !expired {
+    if !is_parked(status) {
         return;
     }
+    let Some(suspend) = status.suspend.as_mut() else { return };
+    suspend.expired_at = None;
     let Some(since) = suspend.suspended_at.as_ref() else { return };
     let parked = now.duration_since(since.0).as_secs().max(0);
     suspend.suspended_seconds = Some(suspend.suspended_seconds.unwrap_or_default().saturating_add(parked));
@@ -211,6 +223,27 @@ mod tests {
 
     fn said<'a>(status: &'a BrowserSessionStatus, type_: &str) -> &'a Condition {
         status.conditions.iter().find(|c| c.type_ == type_).unwrap_or_else(|| panic!("no {type_}"))
+    }
+
+    #[test]
+    fn parked_is_suspended_or_completed_by_expiry_only() {
+        let with = |phase, expired: bool| BrowserSessionStatus {
+            phase: Some(phase),
+            suspend: Some(SuspendStatus {
+                expired_at: expired.then(|| Time(Timestamp::now())),
+                ..SuspendStatus::default()
+            }),
+            ..BrowserSessionStatus::default()
+        };
+        assert!(is_parked(&with(Phase::Suspended, false)));
+        assert!(is_parked(&with(Phase::Completed, true)));
+        // Completed for any other reason (its lifetime, its own exit) is not parked.
+        assert!(!is_parked(&with(Phase::Completed, false)));
+        assert!(!is_parked(&BrowserSessionStatus { phase: Some(Phase::Completed), ..BrowserSessionStatus::default() }));
+        for phase in [Phase::Pending, Phase::Ready, Phase::Suspending, Phase::Resuming, Phase::Failed] {
+            assert!(!is_parked(&with(phase, true)), "{phase:?}");
+        }
+        assert!(!is_parked(&BrowserSessionStatus::default()));
     }
 
     #[test]
