@@ -13,23 +13,29 @@ command -v go >/dev/null 2>&1 || PATH="${PATH}:/usr/local/go/bin"
 
 # gVisor's master branch builds with Bazel; its `go` branch (what the proxy serves as a
 # pseudo-version) carries the generated files and builds with the plain Go toolchain.
-# Recipe 1; bump it when the build flags change.
-go_install_cached "$GVISOR_DIR" 1 "gvisor.dev/gvisor/runsc@${GVISOR_VERSION}" \
-  "-X gvisor.dev/gvisor/runsc/version.version=${GVISOR_VERSION}"
-
-# The shim, with one local change: it lowers its own oom_score_adj to -999 and fails the
-# Pod when it may not, and nothing may lower it on these VMs (root lacks CAP_SYS_RESOURCE;
-# containerd's restrict_oom_score_adj does the same for runc's shim). The patched shim
-# keeps the score it inherits. Built from a copy of the module (go refuses overlays of the
-# module cache); recipe 2, bump it when the patch changes.
+# runsc and its shim are built from one copy of the module (go refuses overlays of the
+# module cache) with three local changes; recipe 3, bump it when a change or the build
+# flags change:
+# 1. the shim lowers its own oom_score_adj to -999 and fails the Pod when it may not, and
+#    nothing may lower it on these VMs (root lacks CAP_SYS_RESOURCE; containerd's
+#    restrict_oom_score_adj does the same for runc's shim). The patched shim keeps the
+#    score it inherits.
+# 2. gvisor/playpen_restore.go: a container whose spec carries
+#    dev.gvisor.internal.restore.host-image-path is restored from that checkpoint instead
+#    of started (the live suspend path, docs/suspend-resume.md); the shim's own Start is
+#    renamed startUnpatched and called for everything else.
+# 3. runsc's restore check of the spec leaves out dev.gvisor.spec.cgroup-parent, which
+#    holds the Pod's UID: a checkpoint restored into a new Pod would otherwise always fail
+#    "Annotations does not match". Every other field is still checked.
 SHIM="${GVISOR_DIR}/bin/containerd-shim-runsc-v1"
-if [[ ! -f "${GVISOR_DIR}/.shim-built-r2" ]]; then
+if [[ ! -f "${GVISOR_DIR}/.built-r3" ]]; then
   (
     flock 9
-    [[ -f "${GVISOR_DIR}/.shim-built-r2" ]] && exit 0
+    [[ -f "${GVISOR_DIR}/.built-r3" ]] && exit 0
     t0=$SECONDS
     src="$(GOFLAGS='' go mod download -json "gvisor.dev/gvisor@${GVISOR_VERSION}" |
       sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -1)"
+    mkdir -p "${GVISOR_DIR}/bin"
     [[ -f "${src}/pkg/shim/v1/manager.go" ]] || die "gVisor's shim source not found under ${src}"
     work="$(mktemp -d)"
     trap 'rm -rf "$work"' EXIT
@@ -39,11 +45,24 @@ if [[ ! -f "${GVISOR_DIR}/.shim-built-r2" ]]; then
     grep -q '^[[:space:]]*oomScoreMax = -999$' "$manager" ||
       die "${manager} no longer sets oomScoreMax = -999: review the patch for gVisor ${GVISOR_VERSION}"
     sed -i 's|^\([[:space:]]*\)oomScoreMax = -999$|\1oomScoreMax = 0 // playpen: tests/cluster/build-gvisor.sh|' "$manager"
-    log "building gvisor.dev/gvisor/shim@${GVISOR_VERSION} (patched: keeps its oom_score_adj)"
+    service="${work}/pkg/shim/v1/runsc/service.go"
+    grep -q '^func (s \*runscService) Start(ctx context.Context, r \*task.StartRequest)' "$service" ||
+      die "${service} no longer has runscService.Start as the restore patch expects: review it for gVisor ${GVISOR_VERSION}"
+    sed -i 's|^func (s \*runscService) Start(ctx|func (s *runscService) startUnpatched(ctx|' "$service"
+    cp "${CLUSTER_SCRIPT_DIR}/gvisor/playpen_restore.go" "${work}/pkg/shim/v1/runsc/"
+    restore="${work}/runsc/specutils/restore.go"
+    grep -q '^	if strings.HasPrefix(key, internalPrefix) {$' "$restore" ||
+      die "${restore} no longer skips internal annotations as the cgroup-parent patch expects: review it for gVisor ${GVISOR_VERSION}"
+    sed -i 's|^	if strings.HasPrefix(key, internalPrefix) {$|	if key == "dev.gvisor.spec.cgroup-parent" \|\| strings.HasPrefix(key, internalPrefix) { // playpen|' "$restore"
+    log "building gvisor.dev/gvisor/runsc@${GVISOR_VERSION} (patched: restores into a new Pod)"
+    (cd "$work" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath \
+      -ldflags "-s -w -X gvisor.dev/gvisor/runsc/version.version=${GVISOR_VERSION}" -o "${GVISOR_DIR}/bin/runsc.tmp" ./runsc)
+    mv -f "${GVISOR_DIR}/bin/runsc.tmp" "${GVISOR_DIR}/bin/runsc"
+    log "building gvisor.dev/gvisor/shim@${GVISOR_VERSION} (patched: keeps its oom_score_adj, restores on request)"
     (cd "$work" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "-s -w" -o "${SHIM}.tmp" ./shim)
     mv -f "${SHIM}.tmp" "${SHIM}-containerd2"
-    touch "${GVISOR_DIR}/.shim-built-r2"
-    log "built the shim in $((SECONDS - t0)) s"
+    touch "${GVISOR_DIR}/.built-r3"
+    log "built runsc and the shim in $((SECONDS - t0)) s"
   ) 9>"${GVISOR_DIR}.shim.lock"
 fi
 # containerd 1.6 (Debian's, the node's) reads the address a shim's `start` prints as plain

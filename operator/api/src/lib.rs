@@ -7,6 +7,7 @@ pub mod egress_hosts;
 pub mod egress_report;
 pub mod export_status;
 pub mod layout;
+pub mod live;
 pub mod naming;
 pub mod quantity;
 pub mod rotate;
