@@ -19,6 +19,7 @@ const VALUE_SETS: &[(&str, &[&str])] = &[
         &["--set", "admissionPolicy.enabled=true", "--set", "admissionPolicy.validationActions={Warn,Audit}"],
     ),
     ("unconfined", &["--set", "sessions.enforcedSeccomp=unconfined", "--set", "leaderElection.enabled=false"]),
+    ("live-suspend", &["--set", "suspend.live.enabled=true", "--set", "suspend.live.agent.nodeSelector.gvisor=yes"]),
 ];
 
 #[test]
@@ -97,6 +98,18 @@ fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
         assert!(defaults.contains(needle), "{needle} missing from the Deployment");
     }
     assert!(!defaults.contains("kind: DaemonSet"), "the seccomp installer is off by default");
+    let live = helm(&["template", "pp", CHART, "--namespace", "ops", "--set", "suspend.live.enabled=true"])?;
+    for needle in [
+        "name: pp-playpen-node-agent",
+        "hostPID: true",
+        "add: [\"KILL\"]",
+        "mountPath: /var/lib/playpen",
+        "mountPath: /run/containerd/runsc/k8s.io",
+        "image: playpen/node-agent:0.1.0",
+    ] {
+        assert!(live.contains(needle), "{needle} missing from the node agent");
+    }
+    assert_eq!(live.matches("kind: DaemonSet").count(), 1, "the node agent, and only with suspend.live.enabled");
     let ha = helm(&["template", "pp", CHART, "--namespace", "ops", "--set", "replicaCount=2"])?;
     assert!(ha.contains("kind: PodDisruptionBudget"));
     let listed = helm(&["template", "pp", CHART, "--namespace", "ops", "--set", "watchNamespaces={team-a,team-b}"])?;

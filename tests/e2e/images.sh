@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the two images the node runs and imports them into its containerd:
+# Builds the images the node runs and imports them into its containerd:
 #   playpen/operator:dev  operator/controller/Dockerfile around the workspace's playpen-operator
+#   playpen/node-agent:dev  operator/node-agent/Dockerfile around playpen-node-agent (live suspend)
 #   playpen/browser:dev   playpen-imagebuild lock + build of tests/e2e/browser-image.yaml,
 #                         carrying the workspace's playpen-session, imported from the
 #                         OCI image layout the builder writes (--oci-layout)
@@ -28,14 +29,20 @@ target="${CARGO_TARGET_DIR:-$PWD/target}"
 out="${target}/e2e"
 mkdir -p "$out"
 
-log "building playpen-operator, playpen-session and playpen-imagebuild (${profile})"
-cargo build --locked "${cargo_flags[@]}" -p playpen-operator -p playpen-session -p playpen-imagebuild >&2
+log "building playpen-operator, playpen-node-agent, playpen-session and playpen-imagebuild (${profile})"
+cargo build --locked "${cargo_flags[@]}" -p playpen-operator -p playpen-node-agent -p playpen-session -p playpen-imagebuild >&2
 
 log "operator image playpen/operator:dev"
 rm -rf "${out}/operator-context" && mkdir -p "${out}/operator-context"
 cp "${target}/${profile}/playpen-operator" "${out}/operator-context/"
 docker build -q --build-arg BASE=playpen/base:bookworm -f operator/controller/Dockerfile \
   -t playpen/operator:dev "${out}/operator-context" >&2
+
+log "node agent image playpen/node-agent:dev"
+rm -rf "${out}/node-agent-context" && mkdir -p "${out}/node-agent-context"
+cp "${target}/${profile}/playpen-node-agent" "${out}/node-agent-context/"
+docker build -q --build-arg BASE=playpen/base:bookworm -f operator/node-agent/Dockerfile \
+  -t playpen/node-agent:dev "${out}/node-agent-context" >&2
 
 log "browser image playpen/browser:dev (playpen-imagebuild)"
 sed "s#@SESSION_RUNTIME@#${target}/${profile}/playpen-session#" tests/e2e/browser-image.yaml >"${out}/browser-image.yaml"
@@ -55,5 +62,5 @@ rm -rf "${out}/objectstore-context" && mkdir -p "${out}/objectstore-context"
 cp "$weed" "${out}/objectstore-context/weed"
 printf 'FROM playpen/base:bookworm\nCOPY weed /usr/local/bin/weed\nUSER 1000\n' >"${out}/objectstore-context/Dockerfile"
 docker build -q -t playpen/objectstore:dev "${out}/objectstore-context" >&2
-tests/cluster/load-image.sh playpen/operator:dev playpen/base:bookworm playpen/objectstore:dev >&2
+tests/cluster/load-image.sh playpen/operator:dev playpen/node-agent:dev playpen/base:bookworm playpen/objectstore:dev >&2
 log "images ready"
