@@ -110,6 +110,10 @@ export KUBECONFIG
 PLAYPEN_HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
 PLAYPEN_KUBECTL="$(. tests/cluster/lib.sh && echo "${K8S_BIN}/kubectl")"
 export PLAYPEN_HELM PLAYPEN_KUBECTL
+# The node's runsc and its state root: the gvisor suite's node agent checkpoints with them.
+PLAYPEN_RUNSC="$(tests/cluster/build-gvisor.sh | tail -n 1)"
+PLAYPEN_RUNSC_ROOT="$(. tests/cluster/lib.sh && echo "${NODE_DIR}/runsc/k8s.io")"
+export PLAYPEN_RUNSC PLAYPEN_RUNSC_ROOT
 # Only the end-to-end suite's Pods tolerate this taint: the other suites'
 # sessions stay Pending, as they expect, while the node runs the e2e ones.
 "$PLAYPEN_KUBECTL" taint node "$(. tests/cluster/lib.sh && echo "$NODE_NAME")" playpen.dev/e2e=true:NoSchedule --overwrite >/dev/null

@@ -98,6 +98,10 @@ fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
         assert!(defaults.contains(needle), "{needle} missing from the Deployment");
     }
     assert!(!defaults.contains("kind: DaemonSet"), "the seccomp installer is off by default");
+    assert!(
+        defaults.contains("name: PLAYPEN_LIVE_SUSPEND_RUNTIME_CLASSES\n              value: \"\""),
+        "no live suspend without the node agent"
+    );
     let live = helm(&["template", "pp", CHART, "--namespace", "ops", "--set", "suspend.live.enabled=true"])?;
     for needle in [
         "name: pp-playpen-node-agent",
@@ -106,6 +110,7 @@ fn rendered_objects_follow_the_values() -> anyhow::Result<()> {
         "mountPath: /var/lib/playpen",
         "mountPath: /run/containerd/runsc/k8s.io",
         "image: playpen/node-agent:0.1.0",
+        "name: PLAYPEN_LIVE_SUSPEND_RUNTIME_CLASSES\n              value: \"gvisor\"",
     ] {
         assert!(live.contains(needle), "{needle} missing from the node agent");
     }

@@ -30,7 +30,7 @@ GVISOR="${PLAYPEN_NODE_GVISOR:-0}"
 [[ "$GVISOR" == 0 || "$GVISOR" == 1 ]] || die "PLAYPEN_NODE_GVISOR must be 0 or 1, not ${GVISOR}"
 GVISOR_STATE=off
 [[ "$GVISOR" == 0 ]] || GVISOR_STATE="${GVISOR_VERSION},${GVISOR_PLATFORM}"
-NODE_STATE_ID="node=${NODE_NAME} ip=${NODE_IP} pods=${POD_CIDR} ports=${KUBELET_PORT},${KUBELET_HEALTHZ_PORT},${KUBE_PROXY_HEALTHZ_PORT},${KUBE_PROXY_METRICS_PORT},${SCHEDULER_PORT} pause=${PAUSE_VERSION} netpol=${NETPOL_VERSION},${NETPOL_METRICS_PORT} gvisor=${GVISOR_STATE} layout=2"
+NODE_STATE_ID="node=${NODE_NAME} ip=${NODE_IP} pods=${POD_CIDR} ports=${KUBELET_PORT},${KUBELET_HEALTHZ_PORT},${KUBE_PROXY_HEALTHZ_PORT},${KUBE_PROXY_METRICS_PORT},${SCHEDULER_PORT} pause=${PAUSE_VERSION} netpol=${NETPOL_VERSION},${NETPOL_METRICS_PORT} gvisor=${GVISOR_STATE} layout=3"
 CTR=(ctr --address "$CONTAINERD_SOCK" --namespace k8s.io)
 
 [[ $(id -u) -eq 0 ]] || die "start-node.sh needs root (containerd, kubelet, iptables, mounts); run it as root"
@@ -175,9 +175,11 @@ restrict_oom=false
 # gVisor as the runtime handler `runsc` (shim v2). The shim reads runsc's path, its state
 # root and runsc's own flags from a file of its own (ConfigPath). The platform is the one
 # that runs in these VMs (kvm panics: nested virtualisation). runsc keeps its default of
-# ignoring the OCI seccomp profile: docs/security.md says why. The restore annotation
-# passes from a Pod to its containers' specs: the carried shim change restores a sandbox
-# from a checkpoint with it (tests/cluster/gvisor/playpen_restore.go).
+# ignoring the OCI seccomp profile: docs/security.md says why. Two kinds of Pod annotation
+# pass to the containers' specs: the restore annotation (the carried shim change restores
+# a sandbox from a checkpoint with it, tests/cluster/gvisor/playpen_restore.go) and
+# gVisor's mount hints, which keep a session's emptyDirs inside the sandbox so that a
+# checkpoint holds their files (docs/suspend-resume.md).
 gvisor_runtime() {
   [[ "$GVISOR" == 1 ]] || return 0
   cat >"${NODE_DIR}/config/runsc.toml" <<EOR
@@ -190,7 +192,7 @@ EOR
   cat <<EOR
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]
       runtime_type = "io.containerd.runsc.v1"
-      pod_annotations = ["dev.gvisor.internal.restore.*"]
+      pod_annotations = ["dev.gvisor.internal.restore.*", "dev.gvisor.spec.mount.*"]
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc.options]
         TypeUrl = "io.containerd.runsc.v1.options"
         ConfigPath = "${NODE_DIR}/config/runsc.toml"

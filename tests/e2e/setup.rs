@@ -127,11 +127,18 @@ pub async fn install_release(client: &Client, release: &str, sets: &[&str]) -> a
 }
 
 /// [`install_release`] with every browser Pod under `runtime_class` (the
-/// chart value `sessions.runtimeClassName`); the fixtures keep the node's default.
+/// chart value `sessions.runtimeClassName`) and more `--set` values; the
+/// fixtures keep the node's default.
 #[allow(dead_code)] // the gvisor suite's (tests/gvisor includes this file)
-pub async fn install_under(client: &Client, release: &str, runtime_class: &str) -> anyhow::Result<Installed> {
+pub async fn install_under(
+    client: &Client,
+    release: &str,
+    runtime_class: &str,
+    sets: &[&str],
+) -> anyhow::Result<Installed> {
     let class = format!("sessions.runtimeClassName={runtime_class}");
-    let installed = install_release(client, release, &[&class]).await?;
+    let sets: Vec<&str> = std::iter::once(class.as_str()).chain(sets.iter().copied()).collect();
+    let installed = install_release(client, release, &sets).await?;
     Ok(Installed { runtime_class: Some(runtime_class.to_owned()), ..installed })
 }
 

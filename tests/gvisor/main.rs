@@ -23,6 +23,8 @@ mod clients;
 #[path = "../e2e/kubectl.rs"]
 #[allow(dead_code)]
 mod kubectl;
+#[path = "../e2e/live.rs"]
+mod live;
 #[path = "../e2e/network.rs"]
 #[allow(dead_code)]
 mod network;
@@ -38,6 +40,9 @@ mod session;
 #[path = "../e2e/setup.rs"]
 #[allow(dead_code)]
 mod setup;
+#[path = "../e2e/suspend.rs"]
+#[allow(dead_code)]
+mod suspend;
 #[path = "../e2e/viewer.rs"]
 #[allow(dead_code)]
 mod viewer;
@@ -59,13 +64,16 @@ async fn under_gvisor_sessions_drive_view_record_and_claim() -> anyhow::Result<(
         .context("RuntimeClass gvisor: start the node with PLAYPEN_NODE_GVISOR=1 tests/cluster/start-node.sh")?
         .handler;
     anyhow::ensure!(handler == "runsc", "RuntimeClass gvisor has handler {handler}, not runsc");
-    let installed = setup::install_under(&client, "gvisor", GVISOR).await.context("helm install")?;
-    let (main, viewer, cdp, recorded, pooled) = tokio::join!(
+    let agent = live::agent_values()?;
+    let agent: Vec<&str> = agent.iter().map(String::as_str).collect();
+    let installed = setup::install_under(&client, "gvisor", GVISOR, &agent).await.context("helm install")?;
+    let (main, viewer, cdp, recorded, pooled, live) = tokio::join!(
         session::drive_view_recover_delete(&client, &installed),
         viewer::a_real_browser_watches_and_drives(&client, &installed),
         cdp::playwright_and_puppeteer_drive_the_session(&client, &installed),
         recording::a_deleted_session_leaves_its_recordings(&client, &installed),
         pool::a_session_claims_a_warm_pod(&client, &installed),
+        live::a_session_is_checkpointed_and_restored(&client, &installed),
     );
     let uninstalled = setup::uninstall(&client, &installed).await;
     main.context("the main session under gVisor (drive, egress, viewer, sandbox, recover, delete)")?;
@@ -73,5 +81,6 @@ async fn under_gvisor_sessions_drive_view_record_and_claim() -> anyhow::Result<(
     cdp.context("Playwright and Puppeteer over CDP, under gVisor")?;
     recorded.context("a recorded session's video and trace after its deletion, under gVisor")?;
     pooled.context("a claim from a warm pool under gVisor")?;
+    live.context("a session suspended and resumed on the live path (checkpoint and restore of its sandbox)")?;
     uninstalled
 }

@@ -115,6 +115,11 @@ struct RunArgs {
     /// must exist in each session's namespace.
     #[arg(long, env = "PLAYPEN_RECORDING_EXPORT", default_value = "")]
     recording_export: String,
+    /// RuntimeClasses whose browser Pods a node agent can checkpoint (the
+    /// live suspend path), comma-separated; empty: every suspend takes the
+    /// State path.
+    #[arg(long, env = "PLAYPEN_LIVE_SUSPEND_RUNTIME_CLASSES", value_delimiter = ',', default_value = "")]
+    live_suspend_runtime_classes: Vec<String>,
     /// Human-readable logs instead of JSON.
     #[arg(long, env = "PLAYPEN_LOG_TEXT", default_value_t = false)]
     log_text: bool,
@@ -209,6 +214,7 @@ async fn main() -> anyhow::Result<()> {
             runtime_class: Some(args.runtime_class_name).filter(|name| !name.is_empty()),
             seccomp_by_runtime_class,
             recording_export,
+            live_runtime_classes: args.live_suspend_runtime_classes.into_iter().filter(|c| !c.is_empty()).collect(),
         },
         http_addr: args.http_addr,
         lease: args.leader_election.then(|| LeaseConfig {

@@ -59,8 +59,10 @@ pub struct BrowserSessionStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SuspendStatus {
-    /// How the pages were kept: `State` (storage state and tabs, reopened
-    /// on resume) or `Empty` (the browser was not Ready: nothing was kept).
+    /// How the pages were kept: `Live` (the gVisor sandbox checkpointed,
+    /// memory and all, restored on resume), `State` (storage state and
+    /// tabs, reopened on resume) or `Empty` (the browser was not Ready:
+    /// nothing was kept).
     pub path: String,
     /// Why that path: a sentence.
     pub reason: String,
@@ -68,6 +70,14 @@ pub struct SuspendStatus {
     /// (deleted once the resumed browser is Ready).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_secret: Option<String>,
+    /// The node whose agent holds the checkpoint (`Live`): the resumed
+    /// Pod runs there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The UID of the Pod that was checkpointed (`Live`): the node agent's
+    /// name for the checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
     /// When the Pod was freed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspended_at: Option<Time>,

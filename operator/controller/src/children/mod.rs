@@ -8,6 +8,7 @@ pub mod egress_hosts;
 mod exporter;
 mod labels;
 mod launch;
+pub mod live;
 mod network;
 mod pod;
 mod resources;
@@ -101,6 +102,8 @@ pub struct Settings {
     /// Where the recordings of a session that names no destination go
     /// ([`cluster_defaults`]; `None`: they stay on its volume).
     pub recording_export: Option<RecordingExport>,
+    /// RuntimeClasses whose Pods the node agent can checkpoint ([`live`]).
+    pub live_runtime_classes: Vec<String>,
 }
 
 impl Default for Settings {
@@ -113,6 +116,7 @@ impl Default for Settings {
             runtime_class: None,
             seccomp_by_runtime_class: BTreeMap::new(),
             recording_export: None,
+            live_runtime_classes: Vec::new(),
         }
     }
 }

@@ -271,16 +271,21 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
     let pod_settings = spec.browser.pod.clone().unwrap_or_default();
     let (volumes, browser_mounts, agent_mounts) = volumes(bs, id);
     let env = session_env(bs, id);
-    // The readiness endpoint listens on the Pod's address; the agent does not need it.
+    // The readiness endpoint listens on the Pod's address; the agent does
+    // not need it. A live-ready Pod's listens on every address: restored
+    // into a new Pod, it must answer on that Pod's.
+    let live_ready = super::live::not_live_ready(bs, runtime_class(bs, settings), settings).is_none();
     let mut browser_env = env.clone();
-    browser_env.push(EnvVar {
-        name: env::POD_IP.into(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector { field_path: "status.podIP".into(), api_version: None }),
-            ..EnvVarSource::default()
-        }),
-        ..EnvVar::default()
-    });
+    if !live_ready {
+        browser_env.push(EnvVar {
+            name: env::POD_IP.into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector { field_path: "status.podIP".into(), api_version: None }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        });
+    }
     let pull_policy = spec.browser.image_pull_policy.map(|p| p.as_str().to_owned());
     let seccomp = match spec.browser.sandbox {
         SandboxMode::Enforced => enforced_seccomp(bs, settings).profile(),
@@ -361,7 +366,7 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
         vec![container]
     });
     let service_account = pod_settings.service_account_name.clone();
-    Pod {
+    let mut pod = Pod {
         metadata: child_meta(id, &id.names.pod, COMPONENT_BROWSER),
         spec: Some(PodSpec {
             containers,
@@ -393,7 +398,14 @@ pub fn pod(bs: &BrowserSession, id: &Identity, settings: &Settings) -> Pod {
             ..PodSpec::default()
         }),
         ..Pod::default()
+    };
+    if live_ready {
+        super::live::make_live_ready(&mut pod, &["data-home", "tmp", "snapshots"], &["dshm"]);
     }
+    if let Some((node, from)) = super::live::restore_from(bs) {
+        super::live::restore_into(&mut pod, node, from);
+    }
+    pod
 }
 
 /// `spec.pod.hostAliases` as the Pod's (none: the field unset, as before).

@@ -2,6 +2,7 @@
 //! `reconcile` reads and applies, `report` writes the status and Events.
 
 mod from;
+mod live;
 pub mod plan;
 mod read;
 mod reconcile;

@@ -16,6 +16,7 @@ use playpen_api::BrowserSession;
 use tracing::{instrument, warn};
 
 use super::from;
+use super::live;
 use super::plan::{self, Arrival, Facts, Gate, Plan, Settle};
 use super::read::{PoolAnswer, Read};
 use super::report;
@@ -52,8 +53,14 @@ pub async fn reconcile(bs: Arc<BrowserSession>, ctx: Arc<Context>) -> Result<Act
         return Ok(action);
     }
     let stage = suspend::stage(&ctx, &caches, &bs, &own, now);
-    if let Step::Park(parking) = stage.step {
-        return suspend::park(&ctx, &bs, &own, target, &stage, parking, now).await;
+    match (stage.step, &stage.pod) {
+        (Step::Park(parking), _) => return suspend::park(&ctx, &bs, &own, target, &stage, parking, now).await,
+        (Step::RestoreFailed, pod) => {
+            let why = stage.restore_failure.as_deref().unwrap_or_default();
+            return live::abandon(&ctx, &bs, &own, target, pod.as_ref(), why).await;
+        }
+        (Step::Checkpoint, Some((pod, _))) => live::ask(&ctx, &own, pod, &stage.request).await?,
+        _ => {}
     }
     let bs = suspend::unparked(bs, now);
     let (read, built) = dereference(&ctx, target, &bs, &own, now).await?;

@@ -36,7 +36,13 @@ const CAPTURE_LOOK: Duration = Duration::from_secs(5);
 pub(super) struct Stage {
     pub(super) step: Step,
     /// The browser Pod's name and UID, when the cache shows one.
-    pod: Option<(String, String)>,
+    pub(super) pod: Option<(String, String)>,
+    /// Its node, when it has one (where a checkpoint of it stays).
+    node: Option<String>,
+    /// This suspend's checkpoint request (the live path).
+    pub(super) request: String,
+    /// Why a restore from a checkpoint will not happen, when it will not.
+    pub(super) restore_failure: Option<String>,
     /// Its control Secret (a claimed warm Pod's is named after it).
     control_secret: String,
 }
@@ -58,13 +64,21 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
         Some(None) => PodFact::NotReady,
         Some(Some(ip)) => PodFact::Ready(ip),
     };
+    let as_pod = cached.as_ref().map(|p| p.to_pod());
+    let request = super::live::request_of(bs);
+    let restore_failure = as_pod
+        .as_ref()
+        .filter(|_| !bs.spec.suspended && saved.is_some_and(|s| s.checkpoint.is_some()))
+        .and_then(super::live::restore_failure);
     let facts = Facts {
         suspended: bs.spec.suspended,
         parked: status.is_some_and(status::suspend::is_parked),
         expired: phase == Some(Phase::Suspended) && parked_for(bs, now) >= bs.spec.suspend.max_suspended_seconds(),
-        state_saved: saved.is_some_and(|s| s.state_secret.is_some()),
+        state_saved: saved.is_some_and(|s| s.state_secret.is_some() || s.checkpoint.is_some()),
         capture: ctx.suspends.get(&own.owner.uid),
         pod,
+        live: super::live::fact(as_pod.as_ref(), &request),
+        restore_failed: restore_failure.is_some(),
         now: Instant::now(),
     };
     let step = plan(&facts);
@@ -80,8 +94,9 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
     }
     let control_secret =
         control_secret_of(cached.as_ref().and_then(|p| p.metadata.annotations.as_ref()), &own.names.control_secret);
+    let node = as_pod.as_ref().and_then(|p| p.spec.as_ref()).and_then(|s| s.node_name.clone());
     let pod = cached.map(|p| (pod_name, p.metadata.uid.clone().unwrap_or_default()));
-    Stage { step, pod, control_secret }
+    Stage { step, pod, node, request, restore_failure, control_secret }
 }
 
 /// `bs` as its browser is built and its status computed: a parked session
@@ -125,7 +140,8 @@ pub(super) async fn park(
     let mut new = status::compute(bs, own, observed, &ctx.settings.egress, now);
     new.pool = bs.status.as_ref().and_then(|s| s.pool.clone());
     let stored = bs.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
-    status::suspend::parked(&mut new, parking, &own.names.suspended_state, stored, now);
+    let checkpoint = stage.pod.as_ref().zip(stage.node.as_ref()).map(|((_, uid), node)| (node.as_str(), uid.as_str()));
+    status::suspend::parked(&mut new, parking, &own.names.suspended_state, checkpoint, stored, now);
     report::write_status(ctx, bs, own, new).await?;
     if matches!(parking, Parking::Saved(_)) {
         ctx.suspends.forget(&own.owner.uid);
@@ -220,6 +236,8 @@ async fn delete_saved_state(ctx: &Context, own: &Identity) -> Result<()> {
 pub(super) fn next_look(stage: &Stage, planned: Action) -> Action {
     match stage.step {
         Step::Capture(_) | Step::AwaitCapture | Step::Resume => Action::requeue(CAPTURE_LOOK),
+        // The agent's answer on the Pod wakes the session; this is in case it is lost.
+        Step::Checkpoint | Step::AwaitCheckpoint => Action::requeue(Duration::from_secs(2)),
         Step::CaptureFailed { retry_in } => Action::requeue(retry_in.max(Duration::from_secs(1))),
         _ => planned,
     }

@@ -13,6 +13,7 @@ use crate::suspend::{Failure, Parking, Step};
 pub const STATE_PATH: &str = "State";
 /// `status.suspend.path` when nothing could be saved.
 pub const EMPTY_PATH: &str = "Empty";
+use crate::children::live::LIVE_PATH;
 /// Reason of `Suspended=False` while a capture runs.
 pub const SUSPENDING: &str = "Suspending";
 /// Reason of `Suspended=False` after a failed capture.
@@ -25,15 +26,32 @@ pub const RESUMED: &str = "Resumed";
 pub const SUSPEND_EXPIRED: &str = "SuspendExpired";
 
 /// The status of a parked session: no Pod, phase `Suspended`, what was kept.
+///
+/// `checkpoint`: the node and UID of the Pod a `Live` parking checkpointed.
 pub fn parked(
     new: &mut BrowserSessionStatus,
     parking: Parking,
     state_secret: &str,
+    checkpoint: Option<(&str, &str)>,
     stored: &[Condition],
     now: Timestamp,
 ) {
     let before = new.suspend.take();
     let suspend = match parking {
+        Parking::Live { bytes, millis } => SuspendStatus {
+            path: LIVE_PATH.into(),
+            reason: "the node agent checkpointed the browser's gVisor sandbox (memory, pages, JavaScript state); \
+                     resume restores it on the same node"
+                .into(),
+            node: checkpoint.map(|(node, _)| node.to_owned()),
+            checkpoint: checkpoint.map(|(_, uid)| uid.to_owned()),
+            suspended_at: Some(Time(now)),
+            bytes: Some(bytes),
+            suspend_millis: Some(millis),
+            last_resume_millis: before.as_ref().and_then(|b| b.last_resume_millis),
+            suspended_seconds: before.and_then(|b| b.suspended_seconds),
+            ..SuspendStatus::default()
+        },
         Parking::Saved(saved) => SuspendStatus {
             path: STATE_PATH.into(),
             reason: format!(
@@ -41,6 +59,8 @@ pub fn parked(
                 saved.tabs
             ),
             state_secret: Some(state_secret.to_owned()),
+            node: None,
+            checkpoint: None,
             suspended_at: Some(Time(now)),
             bytes: Some(saved.bytes),
             tabs: Some(saved.tabs),
@@ -68,6 +88,8 @@ pub fn parked(
             kept.suspended_at.get_or_insert(Time(now));
             if parking == Parking::Expired {
                 kept.state_secret = None;
+                kept.checkpoint = None;
+                kept.node = None;
                 kept.expired_at = Some(Time(now));
                 kept.reason = "parked longer than spec.suspend.maxSuspendedSeconds: the saved state was deleted; \
                                resume starts a fresh browser"
@@ -77,12 +99,15 @@ pub fn parked(
         }
     };
     let expired = suspend.expired_at.is_some();
-    let message = match &suspend.state_secret {
-        Some(secret) => format!("the browser Pod was freed; its state is in Secret {secret}"),
-        None if expired => "parked longer than spec.suspend.maxSuspendedSeconds: its saved state was deleted; \
+    let message = match (&suspend.state_secret, &suspend.node) {
+        (Some(secret), _) => format!("the browser Pod was freed; its state is in Secret {secret}"),
+        (None, Some(node)) if suspend.checkpoint.is_some() => {
+            format!("the browser Pod was freed; its checkpoint is on node {node}")
+        }
+        (None, _) if expired => "parked longer than spec.suspend.maxSuspendedSeconds: its saved state was deleted; \
                             set spec.suspended to false for a fresh browser"
             .to_owned(),
-        None => "the browser Pod was freed; nothing was saved".to_owned(),
+        (None, _) => "the browser Pod was freed; nothing was saved".to_owned(),
     };
     new.phase = Some(if expired { Phase::Completed } else { Phase::Suspended });
     new.pod_name = None;
@@ -154,8 +179,13 @@ pub fn running(
             let message = format!("{what}; tried again in {}s, the browser keeps running", retry_in.as_secs().max(1));
             replace(new, Cond::new(condition::SUSPENDED, false, SUSPEND_FAILED, message), now);
         }
+        Step::Checkpoint | Step::AwaitCheckpoint => {
+            new.phase = Some(Phase::Suspending);
+            let message = "the node agent checkpoints the browser's gVisor sandbox; the Pod is freed once it has";
+            replace(new, Cond::new(condition::SUSPENDED, false, SUSPENDING, message), now);
+        }
         Step::Resume => resuming(new, awaiting_reopen, failure, stored, now),
-        Step::Park(_) => {}
+        Step::Park(_) | Step::RestoreFailed => {}
     }
 }
 
@@ -163,7 +193,8 @@ pub fn running(
 /// runtime holds its probe until they are; a claimed warm browser has them
 /// from the operator's `POST /resume`), so the saved state can go.
 pub fn resumed(new: &BrowserSessionStatus, step: &Step) -> bool {
-    matches!(step, Step::Resume) && new.suspend.as_ref().is_some_and(|s| s.state_secret.is_none())
+    matches!(step, Step::Resume)
+        && new.suspend.as_ref().is_some_and(|s| s.state_secret.is_none() && s.checkpoint.is_none())
 }
 
 fn resuming(
@@ -179,6 +210,8 @@ fn resuming(
         let millis = now.duration_since(asked).as_millis();
         suspend.last_resume_millis = Some(i64::try_from(millis).unwrap_or(i64::MAX).max(0));
         suspend.state_secret = None;
+        suspend.checkpoint = None;
+        suspend.node = None;
         suspend.resume_requested_at = None;
         let message = format!("resumed with the saved tabs in {} ms", suspend.last_resume_millis.unwrap_or_default());
         replace(new, Cond::new(condition::SUSPENDED, false, RESUMED, message), stored, now);
@@ -226,6 +259,31 @@ mod tests {
     }
 
     #[test]
+    fn a_checkpointed_session_names_its_node_until_the_resume_is_ready() {
+        let now = Timestamp::now();
+        let mut new = ready();
+        parked(&mut new, Parking::Live { bytes: 10 << 20, millis: 90 }, "s-suspended", Some(("n1", "u1")), &[], now);
+        let suspend = new.suspend.clone().unwrap();
+        assert_eq!(
+            (suspend.path.as_str(), suspend.node.as_deref(), suspend.checkpoint.as_deref()),
+            (LIVE_PATH, Some("n1"), Some("u1"))
+        );
+        assert_eq!((suspend.bytes, suspend.suspend_millis, suspend.state_secret), (Some(10 << 20), Some(90), None));
+        assert!(said(&new, condition::SUSPENDED).message.contains("node n1"));
+        // Resumed and Ready: the checkpoint is spent, and only then.
+        let mut resuming = new.clone();
+        resuming.phase = Some(Phase::Starting);
+        running(&mut resuming, &Step::Resume, None, false, &new.conditions, now);
+        assert!(!resumed(&resuming, &Step::Resume));
+        let mut back = new.clone();
+        back.phase = Some(Phase::Ready);
+        running(&mut back, &Step::Resume, None, false, &new.conditions, now);
+        assert!(resumed(&back, &Step::Resume));
+        let suspend = back.suspend.unwrap();
+        assert_eq!((suspend.node, suspend.checkpoint), (None, None));
+    }
+
+    #[test]
     fn parked_is_suspended_or_completed_by_expiry_only() {
         let with = |phase, expired: bool| BrowserSessionStatus {
             phase: Some(phase),
@@ -251,7 +309,7 @@ mod tests {
         let now = Timestamp::now();
         let mut new = ready();
         let saved = Saved { bytes: 2048, tabs: 3, millis: 640 };
-        parked(&mut new, Parking::Saved(saved), "s-suspended", &[], now);
+        parked(&mut new, Parking::Saved(saved), "s-suspended", None, &[], now);
         assert_eq!((new.phase, new.pod_name.as_deref(), new.restarts), (Some(Phase::Suspended), None, None));
         let suspend = new.suspend.clone().unwrap();
         assert_eq!((suspend.path.as_str(), suspend.state_secret.as_deref()), (STATE_PATH, Some("s-suspended")));
@@ -260,7 +318,7 @@ mod tests {
         assert_eq!(said(&new, condition::READY).reason, "Suspended");
         // Parked again (a later reconcile): nothing changes, transition times included.
         let mut again = new.clone();
-        parked(&mut again, Parking::AsBefore, "s-suspended", &new.conditions, now + Duration::from_secs(60));
+        parked(&mut again, Parking::AsBefore, "s-suspended", None, &new.conditions, now + Duration::from_secs(60));
         assert_eq!(again, new);
     }
 
@@ -268,7 +326,7 @@ mod tests {
     fn the_time_parked_is_counted_once_and_kept_across_suspends() {
         let at = |s: i64| Timestamp::from_second(1_796_112_000 + s).expect("ts");
         let mut new = ready();
-        parked(&mut new, Parking::Saved(Saved { bytes: 1, tabs: 1, millis: 1 }), "s-suspended", &[], at(0));
+        parked(&mut new, Parking::Saved(Saved { bytes: 1, tabs: 1, millis: 1 }), "s-suspended", None, &[], at(0));
         unparked(&mut new, at(3600));
         assert_eq!(new.suspend.as_ref().and_then(|s| s.suspended_seconds), Some(3600));
         // Once resumed the status is no longer Suspended: nothing more is added.
@@ -276,7 +334,7 @@ mod tests {
         unparked(&mut new, at(7200));
         assert_eq!(new.suspend.as_ref().and_then(|s| s.suspended_seconds), Some(3600));
         // A second suspend adds its own time to the first's, whatever was saved.
-        parked(&mut new, Parking::Empty, "s-suspended", &[], at(10_000));
+        parked(&mut new, Parking::Empty, "s-suspended", None, &[], at(10_000));
         unparked(&mut new, at(10_060));
         assert_eq!(new.suspend.as_ref().and_then(|s| s.suspended_seconds), Some(3660));
         // A session never parked has nothing to count.
@@ -289,9 +347,9 @@ mod tests {
     fn a_park_that_expired_is_completed_without_its_state_until_asked_back() {
         let at = |s: i64| Timestamp::from_second(1_796_112_000 + s).expect("ts");
         let mut new = ready();
-        parked(&mut new, Parking::Saved(Saved { bytes: 1, tabs: 1, millis: 1 }), "s-suspended", &[], at(0));
+        parked(&mut new, Parking::Saved(Saved { bytes: 1, tabs: 1, millis: 1 }), "s-suspended", None, &[], at(0));
         let mut expired = new.clone();
-        parked(&mut expired, Parking::Expired, "s-suspended", &new.conditions, at(600));
+        parked(&mut expired, Parking::Expired, "s-suspended", None, &new.conditions, at(600));
         assert_eq!(expired.phase, Some(Phase::Completed));
         let suspend = expired.suspend.clone().unwrap();
         assert_eq!((suspend.state_secret, suspend.expired_at), (None, Some(Time(at(600)))));
@@ -299,7 +357,7 @@ mod tests {
         assert_eq!(said(&expired, condition::SUSPENDED).reason, SUSPEND_EXPIRED);
         // Later reconciles keep it so.
         let mut again = expired.clone();
-        parked(&mut again, Parking::AsBefore, "s-suspended", &expired.conditions, at(900));
+        parked(&mut again, Parking::AsBefore, "s-suspended", None, &expired.conditions, at(900));
         assert_eq!(again, expired);
         // Asked back: the time parked is counted and the mark goes.
         unparked(&mut again, at(1000));
@@ -310,7 +368,7 @@ mod tests {
     #[test]
     fn a_browser_that_was_not_ready_is_parked_empty() {
         let mut new = ready();
-        parked(&mut new, Parking::Empty, "s-suspended", &[], Timestamp::now());
+        parked(&mut new, Parking::Empty, "s-suspended", None, &[], Timestamp::now());
         let suspend = new.suspend.unwrap();
         assert_eq!((suspend.path.as_str(), suspend.state_secret), (EMPTY_PATH, None));
     }

@@ -14,7 +14,7 @@ pub mod capture;
 pub mod plan;
 
 pub use book::{Capture, Failure, Saved, SuspendBook};
-pub use plan::{Parking, PodFact, Step};
+pub use plan::{Live, Parking, PodFact, Step};
 
 use std::collections::BTreeMap;
 

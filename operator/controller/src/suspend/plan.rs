@@ -16,6 +16,26 @@ pub enum PodFact {
     Ready(IpAddr),
 }
 
+/// The live path (a gVisor checkpoint by the node agent), as far as this
+/// suspend goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Live {
+    /// The Pod cannot be checkpointed (built without it, or the agent's
+    /// checkpoint failed): the State path.
+    No,
+    /// Live-ready; this suspend's checkpoint not asked for yet.
+    Ready,
+    /// Asked for, not answered yet.
+    Asked,
+    /// Checkpointed on the Pod's node.
+    Taken {
+        /// Bytes of the image on the node.
+        bytes: i64,
+        /// How long the checkpoint took.
+        millis: i64,
+    },
+}
+
 /// What the reconcile read, for the decision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Facts {
@@ -33,6 +53,11 @@ pub struct Facts {
     pub capture: Option<Capture>,
     /// Its Pod.
     pub pod: PodFact,
+    /// The live path for this suspend.
+    pub live: Live,
+    /// Asked back from a checkpoint that could not be restored (the agent
+    /// refused it, or the restore failed in the node's runtime).
+    pub restore_failed: bool,
     /// Now, by the clock the book uses.
     pub now: Instant,
 }
@@ -49,6 +74,14 @@ pub enum Parking {
     Empty,
     /// Parked too long: its saved state deleted, the session `Completed`.
     Expired,
+    /// With the checkpoint the Pod's node agent took (the status does not
+    /// say it yet).
+    Live {
+        /// Bytes of the image on the node.
+        bytes: i64,
+        /// How long the checkpoint took.
+        millis: i64,
+    },
 }
 
 /// What the reconcile does.
@@ -67,6 +100,13 @@ pub enum Step {
         /// Until the next try.
         retry_in: Duration,
     },
+    /// The plain reconcile, the Pod's node agent asked to checkpoint it.
+    Checkpoint,
+    /// The plain reconcile while the node agent checkpoints.
+    AwaitCheckpoint,
+    /// The checkpoint could not be restored: the waiting Pod is deleted and
+    /// the checkpoint forgotten, and a fresh browser starts.
+    RestoreFailed,
     /// No browser: its Pod deleted, the status `Suspended`.
     Park(Parking),
 }
@@ -74,6 +114,9 @@ pub enum Step {
 /// The decision.
 pub fn plan(facts: &Facts) -> Step {
     if !facts.suspended {
+        if facts.restore_failed {
+            return Step::RestoreFailed;
+        }
         return if facts.state_saved { Step::Resume } else { Step::Run };
     }
     if facts.parked && facts.expired {
@@ -82,6 +125,12 @@ pub fn plan(facts: &Facts) -> Step {
     // Suspended again before a resume was Ready: the saved state stays.
     if facts.parked || facts.state_saved {
         return Step::Park(Parking::AsBefore);
+    }
+    match facts.live {
+        Live::Taken { bytes, millis } => return Step::Park(Parking::Live { bytes, millis }),
+        Live::Asked => return Step::AwaitCheckpoint,
+        Live::Ready if matches!(facts.pod, PodFact::Ready(_)) => return Step::Checkpoint,
+        Live::Ready | Live::No => {}
     }
     match &facts.capture {
         Some(Capture::Saved(saved)) => return Step::Park(Parking::Saved(*saved)),
@@ -110,6 +159,8 @@ mod tests {
             state_saved: false,
             capture: None,
             pod: PodFact::Ready(IpAddr::from([10, 0, 0, 7])),
+            live: Live::No,
+            restore_failed: false,
             now: Instant::now(),
         }
     }
@@ -163,5 +214,26 @@ mod tests {
         // Suspended again while resuming (not Ready yet): parked as it was, the state kept.
         let again = Facts { suspended: true, parked: false, pod: PodFact::NotReady, ..resume };
         assert_eq!(plan(&again), Step::Park(Parking::AsBefore));
+    }
+
+    #[test]
+    fn a_live_ready_browser_is_checkpointed_then_parked_with_the_checkpoint() {
+        let f = Facts { live: Live::Ready, ..facts() };
+        assert_eq!(plan(&f), Step::Checkpoint);
+        assert_eq!(plan(&Facts { live: Live::Asked, ..f.clone() }), Step::AwaitCheckpoint);
+        // The checkpoint stops the sandbox: the Pod is not Ready any more, and parks with it all the same.
+        let taken = Facts { live: Live::Taken { bytes: 9, millis: 80 }, pod: PodFact::NotReady, ..f.clone() };
+        assert_eq!(plan(&taken), Step::Park(Parking::Live { bytes: 9, millis: 80 }));
+        // Not Ready before any checkpoint: nothing to keep.
+        assert_eq!(plan(&Facts { pod: PodFact::NotReady, ..f.clone() }), Step::Park(Parking::Empty));
+        // The agent failed it: the State path.
+        assert_eq!(plan(&Facts { live: Live::No, ..f }), Step::Capture(IpAddr::from([10, 0, 0, 7])));
+    }
+
+    #[test]
+    fn a_checkpoint_that_cannot_be_restored_gives_way_to_a_fresh_browser() {
+        let f = Facts { suspended: false, state_saved: true, restore_failed: true, ..facts() };
+        assert_eq!(plan(&f), Step::RestoreFailed);
+        assert_eq!(plan(&Facts { restore_failed: false, ..f }), Step::Resume);
     }
 }
