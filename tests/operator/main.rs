@@ -8,6 +8,7 @@ mod claims;
 mod drift;
 mod hostile;
 mod leader;
+mod live;
 mod pool;
 mod properties;
 mod reconcile;

@@ -266,6 +266,11 @@ impl RunningOperator {
         Self::start_with_recovery(client, namespaces, lease, RecoveryBudget::default()).await
     }
 
+    /// Starts an operator watching `namespaces` with these `settings`.
+    pub async fn start_with_settings(client: &Client, namespaces: &[&str], settings: Settings) -> anyhow::Result<Self> {
+        Self::start_configured(client, namespaces, None, RecoveryBudget::default(), settings).await
+    }
+
     /// Starts an operator watching `namespaces` that replaces failed Pods within `recovery`.
     pub async fn start_with_recovery(
         client: &Client,
@@ -273,9 +278,19 @@ impl RunningOperator {
         lease: Option<LeaseConfig>,
         recovery: RecoveryBudget,
     ) -> anyhow::Result<Self> {
+        Self::start_configured(client, namespaces, lease, recovery, settings()).await
+    }
+
+    async fn start_configured(
+        client: &Client,
+        namespaces: &[&str],
+        lease: Option<LeaseConfig>,
+        recovery: RecoveryBudget,
+        settings: Settings,
+    ) -> anyhow::Result<Self> {
         let config = operator::Config {
             namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
-            settings: settings(),
+            settings,
             http_addr: "127.0.0.1:0".parse()?,
             lease,
             reporter: "playpen-operator".into(),

@@ -51,6 +51,13 @@ pub(super) fn fact(pod: Option<&Pod>, request: &str) -> Live {
     }
 }
 
+/// The node the agent says holds the checkpoint for `request`.
+pub(super) fn answered_node(pod: Option<&Pod>, request: &str) -> Option<String> {
+    let answer = pod?.metadata.annotations.as_ref()?.get(CHECKPOINT_RESULT)?;
+    let answer = serde_json::from_str::<CheckpointResult>(answer).ok()?;
+    (answer.request == request && answer.ok && !answer.node.is_empty()).then_some(answer.node)
+}
+
 /// Why the Pod waiting for a restore will never have it: the agent refused
 /// the checkpoint, or the node's runtime failed to restore it.
 pub(super) fn restore_failure(pod: &Pod) -> Option<String> {
@@ -134,6 +141,7 @@ mod tests {
         let taken = answer("suspend-2", true);
         let taken_pod = pod(&[ready, (CHECKPOINT_REQUEST, "suspend-2"), (CHECKPOINT_RESULT, &taken)]);
         assert_eq!(fact(Some(&taken_pod), "suspend-2"), Live::Taken { bytes: 7, millis: 3 });
+        assert_eq!(answered_node(Some(&taken_pod), "suspend-2"), None, "an answer without a node names none");
         let failed = answer("suspend-2", false);
         assert_eq!(fact(Some(&pod(&[ready, (CHECKPOINT_RESULT, &failed)])), "suspend-2"), Live::No);
         // An answer to an earlier suspend is no answer to this one.

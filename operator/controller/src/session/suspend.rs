@@ -94,7 +94,9 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
     }
     let control_secret =
         control_secret_of(cached.as_ref().and_then(|p| p.metadata.annotations.as_ref()), &own.names.control_secret);
-    let node = as_pod.as_ref().and_then(|p| p.spec.as_ref()).and_then(|s| s.node_name.clone());
+    // Where the agent that answered runs (its node is the Pod's).
+    let node = super::live::answered_node(as_pod.as_ref(), &request)
+        .or_else(|| as_pod.as_ref().and_then(|p| p.spec.as_ref()).and_then(|s| s.node_name.clone()));
     let pod = cached.map(|p| (pod_name, p.metadata.uid.clone().unwrap_or_default()));
     Stage { step, pod, node, request, restore_failure, control_secret }
 }
