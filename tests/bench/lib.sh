@@ -126,11 +126,13 @@ _uninstall_bench_chart() {
   delete_namespaces "$BENCH_RELEASE_NS"
 }
 
-# install_bench_chart NS BENCH WHAT: a fresh namespace NS (label
-# playpen.dev/bench=BENCH) and the chart's operator watching it; on exit NS
-# (holding WHAT) goes first, while its operator still runs, then the chart.
+# install_bench_chart NS BENCH WHAT [HELM ARGS...]: a fresh namespace NS (label
+# playpen.dev/bench=BENCH) and the chart's operator watching it, with more helm
+# arguments if given; on exit NS (holding WHAT) goes first, while its operator
+# still runs, then the chart.
 install_bench_chart() {
   local ns="$1" bench="$2" what="$3" timeout="${PLAYPEN_BENCH_CHART_TIMEOUT:-300}"
+  local more=("${@:4}")
   HELM="$(tests/cluster/build-helm.sh | tail -n 1)"
   # An earlier, interrupted run's release and namespace: nothing of it
   # competes for the node.
@@ -149,7 +151,8 @@ install_bench_chart() {
     --set "watchNamespaces={${ns}}" --set logFormat=text \
     --set "sessions.resources.requests.cpu=${PLAYPEN_BENCH_SESSION_CPU:-20m}" \
     --set seccompProfileInstaller.enabled=true,seccompProfileInstaller.image.repository=playpen/base \
-    --set seccompProfileInstaller.image.tag=bookworm,seccompProfileInstaller.image.pullPolicy=Never >/dev/null; then
+    --set seccompProfileInstaller.image.tag=bookworm,seccompProfileInstaller.image.pullPolicy=Never \
+    "${more[@]}" >/dev/null; then
     log "ERROR: helm could not install the chart (its error is above), or the chart's operator (and its seccomp" \
       "installer) in namespace ${BENCH_RELEASE_NS} was not ready within ${timeout} s. Its Pods and their latest events:"
     "$KUBECTL" -n "$BENCH_RELEASE_NS" get pods -o wide >&2 || true

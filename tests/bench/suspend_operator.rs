@@ -1,8 +1,10 @@
-//! Suspend/resume benchmark driver through the operator, State path (run by
+//! Suspend/resume benchmark driver through the operator (run by
 //! `tests/bench/suspend/operator.sh`, not a test): on the single-node
-//! cluster, N rounds one after another, each with two sessions of three
-//! tabs holding a form value: one with its own browser, one from a
-//! BrowserPool (minReady 1). Per session: its start (apply → Ready: a cold
+//! cluster, N rounds one after another, each with sessions of three tabs
+//! holding a form value: one with its own browser and one from a
+//! BrowserPool (minReady 1), both on the State path, and, when a live
+//! RuntimeClass is given, one with its own browser under it (the live path:
+//! the node agent's checkpoint, restored into a new Pod). Per session: its start (apply → Ready: a cold
 //! start, the baseline in the same run, or a warm claim), suspend
 //! (`spec.suspended: true` → phase `Suspended`, → Pod gone), the saved
 //! bytes, and resume (`false` → Ready with the tabs back, → first
@@ -115,18 +117,33 @@ async fn pool_full(client: &Client, ns: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Which path a session is suspended on, and where its browser comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Its own browser, the State path.
+    Own,
+    /// From the pool, the State path (resumed into a warm claim).
+    Pooled,
+    /// Its own browser under this RuntimeClass, the live path.
+    Live(&'static str),
+}
+
 async fn one_session(
     client: &Client,
     ns: &str,
     name: &str,
-    pooled: bool,
+    kind: Kind,
     toleration: &serde_json::Value,
 ) -> anyhow::Result<Sample> {
-    let spec = match pooled {
-        true => json!({"pool": {"name": POOL}, "network": {"egress": {"mode": "DenyAll"}}}),
-        false => {
+    let pooled = kind == Kind::Pooled;
+    let spec = match kind {
+        Kind::Pooled => json!({"pool": {"name": POOL}, "network": {"egress": {"mode": "DenyAll"}}}),
+        Kind::Own | Kind::Live(_) => {
             let mut spec = browser(toleration);
             spec["network"] = json!({"egress": {"mode": "DenyAll"}});
+            if let Kind::Live(class) = kind {
+                spec["pod"]["runtimeClassName"] = json!(class);
+            }
             spec
         }
     };
@@ -160,7 +177,10 @@ async fn one_session(
     let (took, status) = status_when(&sessions, &name, t0, parked).await?;
     sample.suspended = took;
     let said = status.suspend.context("no status.suspend")?;
-    ensure!(said.tabs == Some(3), "{name}: saved {:?} tabs", said.tabs);
+    match kind {
+        Kind::Live(_) => ensure!(said.path == "Live", "{name}: suspended on the {} path", said.path),
+        _ => ensure!(said.tabs == Some(3), "{name}: saved {:?} tabs", said.tabs),
+    }
     sample.capture_ms = said.suspend_millis.unwrap_or_default() as f64;
     sample.bytes = said.bytes.unwrap_or_default() as f64;
     while pods.get_opt(&pod).await?.is_some() {
@@ -208,46 +228,74 @@ fn stats(v: Vec<f64>) -> (f64, f64) {
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(5);
-    let namespace = args.get(2).context("usage: bench-suspend N NAMESPACE [TAINT_KEY]")?.clone();
-    let toleration = match args.get(3) {
+    let namespace = args.get(2).context("usage: bench-suspend N NAMESPACE [TAINT_KEY [LIVE_RUNTIME_CLASS]]")?.clone();
+    let toleration = match args.get(3).filter(|k| !k.is_empty()) {
         Some(key) => json!([{"key": key, "operator": "Exists", "effect": "NoSchedule"}]),
         None => json!([]),
     };
+    // A RuntimeClass the chart's node agent checkpoints: a third series, on the live path.
+    let live_class: Option<&'static str> = args.get(4).filter(|c| !c.is_empty()).map(|c| &*c.clone().leak());
     let client = client().await?;
     create_pool(&client, &namespace, &toleration).await?;
-    let (mut own, mut pooled) = (Vec::new(), Vec::new());
-    // Interleaved, so that both see the same machine load.
+    let (mut own, mut pooled, mut live) = (Vec::new(), Vec::new(), Vec::new());
+    // Interleaved, so that all see the same machine load.
     for i in 0..n {
-        let s = one_session(&client, &namespace, &format!("own-{i}"), false, &toleration).await?;
+        let s = one_session(&client, &namespace, &format!("own-{i}"), Kind::Own, &toleration).await?;
         eprintln!("own {i}: {s:?}");
         own.push(s);
-        let s = one_session(&client, &namespace, &format!("pooled-{i}"), true, &toleration).await?;
+        let s = one_session(&client, &namespace, &format!("pooled-{i}"), Kind::Pooled, &toleration).await?;
         eprintln!("pooled {i}: {s:?}");
         pooled.push(s);
+        if let Some(class) = live_class {
+            let s = one_session(&client, &namespace, &format!("live-{i}"), Kind::Live(class), &toleration).await?;
+            eprintln!("live {i}: {s:?}");
+            live.push(s);
+        }
     }
-    println!("\nSuspend and resume through the operator, State path, {n} sessions of 3 tabs each way, seconds\n");
-    println!("{:<55} {:>8} {:>8} {:>8} {:>8}", "stage", "own p50", "own p99", "pool p50", "pool p99");
+    println!("\nSuspend and resume through the operator, {n} sessions of 3 tabs each way, seconds");
+    println!("own and pool: the State path (runc); live: the live path under RuntimeClass {live_class:?}\n");
+    println!(
+        "{:<55} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "stage", "own p50", "own p99", "pool p50", "pool p99", "live p50", "live p99"
+    );
     let rows: [(&str, Column); 6] = [
         ("start: apply → Ready (own: cold start; pool: claim)", |s| s.cold_ready),
         ("suspend: spec.suspended true → phase Suspended", |s| s.suspended),
         ("suspend: → Pod gone (browser closed)", |s| s.pod_gone),
         ("resume: spec.suspended false → Ready (tabs back)", |s| s.resume_ready),
         ("resume: → first playwright-cli command, 3 tabs", |s| s.resume_first_command),
-        ("operator's capture (status.suspend.suspendMillis)", |s| s.capture_ms / 1000.0),
+        ("capture or checkpoint (status.suspend.suspendMillis)", |s| s.capture_ms / 1000.0),
     ];
+    let column = |v: &[Sample], f: Column| match v.is_empty() {
+        true => format!("{:>8} {:>8}", "-", "-"),
+        false => {
+            let (p50, p99) = stats(v.iter().map(f).collect());
+            format!("{p50:>8.2} {p99:>8.2}")
+        }
+    };
     for (label, f) in rows {
-        let (a, b) = stats(own.iter().map(f).collect());
-        let (c, d) = stats(pooled.iter().map(f).collect());
-        println!("{label:<55} {a:>8.2} {b:>8.2} {c:>8.2} {d:>8.2}");
+        println!("{label:<55} {} {} {}", column(&own, f), column(&pooled, f), column(&live, f));
     }
-    let (bytes, _) = stats(own.iter().chain(&pooled).map(|s| s.bytes).collect());
-    println!("{:<55} {bytes:>8.0}", "saved state, bytes (p50)");
+    let bytes = |v: &[Sample]| match v.is_empty() {
+        true => "-".to_owned(),
+        false => format!("{:.0}", stats(v.iter().map(|s| s.bytes).collect()).0),
+    };
+    println!("{:<55} {:>8} {:>17} {:>17}", "saved bytes (p50)", bytes(&own), bytes(&pooled), bytes(&live));
     let p50 = |v: &[Sample], f: Column| stats(v.iter().map(f).collect()).0;
     let cold = p50(&own, |s| s.cold_ready);
     println!(
-        "\nresume → Ready p50 / cold start p50: own {:.2}x, pooled (warm claim) {:.2}x",
+        "\nresume → Ready p50 / cold start p50 (own, same run): own {:.2}x, pooled (warm claim) {:.2}x",
         p50(&own, |s| s.resume_ready) / cold,
         p50(&pooled, |s| s.resume_ready) / cold
     );
+    if !live.is_empty() {
+        let live_cold = p50(&live, |s| s.cold_ready);
+        println!(
+            "live: resume → Ready p50 / its own cold start under {live_class:?} p50: {:.2}x ({:.2} s / {:.2} s)",
+            p50(&live, |s| s.resume_ready) / live_cold,
+            p50(&live, |s| s.resume_ready),
+            live_cold
+        );
+    }
     Ok(())
 }

@@ -14,7 +14,7 @@ command -v go >/dev/null 2>&1 || PATH="${PATH}:/usr/local/go/bin"
 # gVisor's master branch builds with Bazel; its `go` branch (what the proxy serves as a
 # pseudo-version) carries the generated files and builds with the plain Go toolchain.
 # runsc and its shim are built from one copy of the module (go refuses overlays of the
-# module cache) with three local changes; recipe 3, bump it when a change or the build
+# module cache) with three local changes; recipe 4, bump it when a change or the build
 # flags change:
 # 1. the shim lowers its own oom_score_adj to -999 and fails the Pod when it may not, and
 #    nothing may lower it on these VMs (root lacks CAP_SYS_RESOURCE; containerd's
@@ -28,10 +28,10 @@ command -v go >/dev/null 2>&1 || PATH="${PATH}:/usr/local/go/bin"
 #    holds the Pod's UID: a checkpoint restored into a new Pod would otherwise always fail
 #    "Annotations does not match". Every other field is still checked.
 SHIM="${GVISOR_DIR}/bin/containerd-shim-runsc-v1"
-if [[ ! -f "${GVISOR_DIR}/.built-r3" ]]; then
+if [[ ! -f "${GVISOR_DIR}/.built-r4" ]]; then
   (
     flock 9
-    [[ -f "${GVISOR_DIR}/.built-r3" ]] && exit 0
+    [[ -f "${GVISOR_DIR}/.built-r4" ]] && exit 0
     t0=$SECONDS
     src="$(GOFLAGS='' go mod download -json "gvisor.dev/gvisor@${GVISOR_VERSION}" |
       sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -1)"
@@ -61,7 +61,7 @@ if [[ ! -f "${GVISOR_DIR}/.built-r3" ]]; then
     log "building gvisor.dev/gvisor/shim@${GVISOR_VERSION} (patched: keeps its oom_score_adj, restores on request)"
     (cd "$work" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "-s -w" -o "${SHIM}.tmp" ./shim)
     mv -f "${SHIM}.tmp" "${SHIM}-containerd2"
-    touch "${GVISOR_DIR}/.built-r3"
+    touch "${GVISOR_DIR}/.built-r4"
     log "built runsc and the shim in $((SECONDS - t0)) s"
   ) 9>"${GVISOR_DIR}.shim.lock"
 fi

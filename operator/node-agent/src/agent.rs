@@ -27,6 +27,9 @@ use tracing::{info, warn};
 const MANAGER: &str = "playpen-node-agent";
 /// A partial checkpoint older than this was abandoned by a dead agent.
 const MAX_PARTIAL: Duration = Duration::from_secs(15 * 60);
+/// A checkpoint is kept this long even before its session's status names
+/// it (the operator writes the status after the agent's answer).
+const UNCLAIMED_GRACE: Duration = Duration::from_secs(10 * 60);
 
 /// How the agent runs.
 #[derive(Clone, Debug)]
@@ -197,8 +200,9 @@ async fn collect_forever(agent: Arc<Agent>, every: Duration) {
     }
 }
 
-/// Removes checkpoints whose session is gone and restore images whose Pod
-/// has started or is gone.
+/// Removes checkpoints their session no longer names (it is gone, resumed
+/// afresh, or parked past its bound) and restore images whose Pod has
+/// started or is gone.
 async fn collect(agent: &Agent) -> Result<(), Error> {
     let pods: Api<Pod> = Api::all(agent.client.clone());
     let node = &agent.config.node;
@@ -214,11 +218,15 @@ async fn collect(agent: &Agent) -> Result<(), Error> {
     }
     let store = &agent.config.store;
     let mut gone_owners = HashSet::new();
+    let now = store::now_secs(SystemTime::now());
     for meta in store.metas()? {
         let Some(owner) = meta.owner.as_ref().filter(|o| o.kind == "BrowserSession") else { continue };
+        if now.saturating_sub(meta.taken_at) < UNCLAIMED_GRACE.as_secs() {
+            continue;
+        }
         let sessions: Api<BrowserSession> = Api::namespaced(agent.client.clone(), &meta.namespace);
         match sessions.get_opt(&owner.name).await {
-            Ok(Some(s)) if s.uid().as_deref() == Some(owner.uid.as_str()) => {}
+            Ok(Some(s)) if plan::names_checkpoint(&s, &owner.uid, &meta.pod_uid) => {}
             Ok(_) => {
                 gone_owners.insert(meta.pod_uid.clone());
             }

@@ -7,6 +7,7 @@ use playpen_api::live::{
     self, CheckpointResult, CHECKPOINT_REQUEST, CHECKPOINT_RESULT, GVISOR_RESTORE_IMAGE, RESTORE_FROM, RESTORE_GATE,
     RESTORE_NODE_LABEL, RESTORE_RESULT,
 };
+use playpen_api::BrowserSession;
 use serde::{Deserialize, Serialize};
 
 /// The agent's decision for one Pod.
@@ -120,6 +121,13 @@ pub fn owner_of(pod: &Pod) -> Option<Owner> {
     Some(Owner { kind: owner.kind.clone(), name: owner.name.clone(), uid: owner.uid.clone() })
 }
 
+/// Whether session `bs` (it must be the one with `owner_uid`) still waits
+/// to be restored from checkpoint `pod_uid`: its status names it.
+pub fn names_checkpoint(bs: &BrowserSession, owner_uid: &str, pod_uid: &str) -> bool {
+    bs.metadata.uid.as_deref() == Some(owner_uid)
+        && bs.status.as_ref().and_then(|s| s.suspend.as_ref()).and_then(|s| s.checkpoint.as_deref()) == Some(pod_uid)
+}
+
 /// Whether `pod` may be restored from the checkpoint `meta` describes: the
 /// same namespace and the same controlling owner (by UID). A Pod in another
 /// namespace, or one owned by something else, never gets another's memory.
@@ -219,6 +227,21 @@ mod tests {
         let mut staged = restore(true, NODE, UID);
         staged.metadata.annotations.as_mut().unwrap().insert(GVISOR_RESTORE_IMAGE.into(), "/x".into());
         assert_eq!(action(&staged, NODE), Action::Nothing);
+    }
+
+    #[test]
+    fn a_checkpoint_is_wanted_while_its_session_names_it() {
+        use playpen_api::v1alpha1::SuspendStatus;
+        let mut bs = BrowserSession::new("s", Default::default());
+        bs.metadata.uid = Some("owner-1".into());
+        assert!(!names_checkpoint(&bs, "owner-1", UID), "no status: resumed afresh or never parked");
+        bs.status = Some(playpen_api::BrowserSessionStatus {
+            suspend: Some(SuspendStatus { checkpoint: Some(UID.into()), ..SuspendStatus::default() }),
+            ..Default::default()
+        });
+        assert!(names_checkpoint(&bs, "owner-1", UID));
+        assert!(!names_checkpoint(&bs, "owner-2", UID), "a session of the same name made again");
+        assert!(!names_checkpoint(&bs, "owner-1", "9b926003-1796-4d30-9dd4-7fa322eade1f"), "another checkpoint");
     }
 
     #[test]

@@ -11,14 +11,21 @@
 // The path is not trusted: it must be restoreRoot/<the Pod's own UID>, the directory the
 // node agent stages for exactly that Pod. A Pod that names any other path, another Pod's
 // directory included, fails to start instead of reading someone else's memory.
+//
+// A checkpoint is restored once. A container the kubelet starts again in the same sandbox
+// (a crash, restartPolicy) starts afresh, and so does a sandbox the kubelet makes again
+// once the node agent has collected the directory (the Pod ran): never a restore of an
+// image that is gone, which would fail the Pod for good.
 
 package runsc
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/containerd/containerd/api/events"
 	task "github.com/containerd/containerd/api/runtime/task/v2"
@@ -34,6 +41,15 @@ const (
 	restoreRoot       = "/var/lib/playpen/restore"
 	// The Pod's UID, which containerd's CRI sets on the sandbox and on every container.
 	sandboxUIDAnnotation = "io.kubernetes.cri.sandbox-uid"
+	// A container's name in its Pod (none on the sandbox).
+	containerNameAnnotation = "io.kubernetes.cri.container-name"
+)
+
+// The containers (by CRI name; "" is the sandbox) this shim has restored: one shim serves
+// one sandbox, and each of its containers is restored at most once.
+var (
+	restoredMu sync.Mutex
+	restored   = map[string]bool{}
 )
 
 // Start starts the container, or restores it when its spec asks for a restore.
@@ -45,11 +61,18 @@ func (s *runscService) Start(ctx context.Context, r *task.StartRequest) (*task.S
 	if err != nil {
 		return nil, err
 	}
-	image, err := restoreImagePath(c.Bundle)
+	image, name, err := restoreImagePath(c.Bundle)
 	if err != nil {
 		return nil, errgrpc.ToGRPC(err)
 	}
-	if image == "" {
+	restoredMu.Lock()
+	again := restored[name]
+	restored[name] = restored[name] || image != ""
+	restoredMu.Unlock()
+	if image == "" || again {
+		if image != "" {
+			log.G(ctx).Infof("playpen: container %q (%q) was restored before: started afresh", r.ID, name)
+		}
 		return s.startUnpatched(ctx, r)
 	}
 	log.G(ctx).Infof("playpen: restoring container %q from %q", r.ID, image)
@@ -62,23 +85,29 @@ func (s *runscService) Start(ctx context.Context, r *task.StartRequest) (*task.S
 }
 
 // restoreImagePath is the checkpoint image the bundle's spec asks to restore from ("" for a
-// plain start), checked to be the directory staged for this Pod.
-func restoreImagePath(bundle string) (string, error) {
+// plain start), checked to be the directory staged for this Pod, and the container's CRI
+// name.
+func restoreImagePath(bundle string) (string, string, error) {
 	spec, err := utils.ReadSpec(bundle)
 	if err != nil {
-		return "", fmt.Errorf("reading the spec of %q: %w", bundle, err)
+		return "", "", fmt.Errorf("reading the spec of %q: %w", bundle, err)
 	}
+	name := spec.Annotations[containerNameAnnotation]
 	asked, ok := spec.Annotations[restoreAnnotation]
 	if !ok {
-		return "", nil
+		return "", name, nil
 	}
 	uid := spec.Annotations[sandboxUIDAnnotation]
 	if uid == "" || strings.ContainsAny(uid, "/.") {
-		return "", fmt.Errorf("%s is set but the Pod's UID is unknown (%s is %q)", restoreAnnotation, sandboxUIDAnnotation, uid)
+		return "", name, fmt.Errorf("%s is set but the Pod's UID is unknown (%s is %q)", restoreAnnotation, sandboxUIDAnnotation, uid)
 	}
 	want := filepath.Join(restoreRoot, uid)
 	if filepath.Clean(asked) != want {
-		return "", fmt.Errorf("%s must be %q (the directory staged for this Pod), not %q", restoreAnnotation, want, asked)
+		return "", name, fmt.Errorf("%s must be %q (the directory staged for this Pod), not %q", restoreAnnotation, want, asked)
 	}
-	return want, nil
+	if _, err := os.Stat(filepath.Join(want, "checkpoint.img")); err != nil {
+		// Collected once the Pod ran: a sandbox made again starts afresh.
+		return "", name, nil
+	}
+	return want, name, nil
 }
