@@ -4,7 +4,7 @@
 //! happen. The agent and the operator talk only through those annotations
 //! ([`playpen_api::live`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Patch, PatchParams};
@@ -25,6 +25,9 @@ use crate::suspend::Live;
 
 /// What the status says of a restore that failed, at most.
 const MAX_WHY: usize = 600;
+/// How long the node agent has to answer a checkpoint request: past it the
+/// suspend takes the State path (no agent on the Pod's node, or one that hangs).
+const ANSWER_WITHIN: Duration = Duration::from_secs(90);
 
 /// The checkpoint request of this suspend: one per generation, so a
 /// suspend after a resume asks again.
@@ -48,6 +51,15 @@ pub(super) fn fact(pod: Option<&Pod>, request: &str) -> Live {
         Some(r) if r.request == request => Live::No,
         _ if annotations.get(CHECKPOINT_REQUEST).map(String::as_str) == Some(request) => Live::Asked,
         _ => Live::Ready,
+    }
+}
+
+/// `live`, given up for the State path when its request has waited for the
+/// agent longer than [`ANSWER_WITHIN`] since `waiting_since`.
+pub(super) fn unless_unanswered(live: Live, waiting_since: Instant, now: Instant) -> Live {
+    match live {
+        Live::Asked if now.saturating_duration_since(waiting_since) > ANSWER_WITHIN => Live::No,
+        other => other,
     }
 }
 
@@ -147,6 +159,15 @@ mod tests {
         // An answer to an earlier suspend is no answer to this one.
         let old = answer("suspend-1", true);
         assert_eq!(fact(Some(&pod(&[ready, (CHECKPOINT_RESULT, &old)])), "suspend-2"), Live::Ready);
+    }
+
+    #[test]
+    fn an_unanswered_checkpoint_gives_way_to_the_state_path() {
+        let asked = Instant::now();
+        assert_eq!(unless_unanswered(Live::Asked, asked, asked + Duration::from_secs(60)), Live::Asked);
+        assert_eq!(unless_unanswered(Live::Asked, asked, asked + ANSWER_WITHIN + Duration::from_secs(1)), Live::No);
+        let taken = Live::Taken { bytes: 1, millis: 1 };
+        assert_eq!(unless_unanswered(taken, asked, asked + Duration::from_secs(600)), taken, "an answer stands");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use kube::ResourceExt;
 use playpen_api::naming::WARM_NAME_ANNOTATION;
 use playpen_api::v1alpha1::{BrowserSessionStatus, Phase};
 use playpen_api::BrowserSession;
+use tracing::warn;
 
 use super::report;
 use crate::apply::Target;
@@ -25,7 +26,7 @@ use crate::recovery::Recovery;
 use crate::status::{self, Observed};
 use crate::suspend::capture::Browser;
 use crate::suspend::plan::{plan, Facts};
-use crate::suspend::{control_secret_of, Capture, Parking, PodFact, Step};
+use crate::suspend::{control_secret_of, Capture, Live, Parking, PodFact, Step};
 
 /// How soon a session whose capture runs is looked at again if its task
 /// does not wake it first.
@@ -64,8 +65,18 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
         Some(None) => PodFact::NotReady,
         Some(Some(ip)) => PodFact::Ready(ip),
     };
-    let as_pod = cached.as_ref().map(|p| p.to_pod());
+    // The Pod's annotations and node matter to a suspend or a live resume only.
+    let live_relevant = bs.spec.suspended || saved.is_some_and(|s| s.checkpoint.is_some());
+    let as_pod = cached.as_ref().filter(|_| live_relevant).map(|p| p.to_pod());
     let request = super::live::request_of(bs);
+    let mut live = super::live::fact(as_pod.as_ref(), &request);
+    if live == Live::Asked {
+        let since = ctx.suspends.checkpoint_waiting(&own.owner.uid, &request, Instant::now());
+        live = super::live::unless_unanswered(live, since, Instant::now());
+        if live == Live::No {
+            warn!(request = %request, "the node agent did not answer the checkpoint request in time: the State path");
+        }
+    }
     let restore_failure = as_pod
         .as_ref()
         .filter(|_| !bs.spec.suspended && saved.is_some_and(|s| s.checkpoint.is_some()))
@@ -77,7 +88,7 @@ pub(super) fn stage(ctx: &Context, caches: &Caches, bs: &BrowserSession, own: &I
         state_saved: saved.is_some_and(|s| s.state_secret.is_some() || s.checkpoint.is_some()),
         capture: ctx.suspends.get(&own.owner.uid),
         pod,
-        live: super::live::fact(as_pod.as_ref(), &request),
+        live,
         restore_failed: restore_failure.is_some(),
         now: Instant::now(),
     };

@@ -66,6 +66,9 @@ impl Failure {
 #[derive(Debug, Default)]
 pub struct SuspendBook {
     captures: Mutex<HashMap<String, Capture>>,
+    /// The live path's checkpoint requests not answered yet, and since
+    /// when this operator has seen each waiting.
+    checkpoints: Mutex<HashMap<String, (String, Instant)>>,
 }
 
 impl SuspendBook {
@@ -102,10 +105,25 @@ impl SuspendBook {
         captures.insert(uid.to_owned(), entry);
     }
 
-    /// Forgets `uid`'s capture (its status says it, or it is not suspended any more).
+    /// Since when `uid`'s checkpoint `request` has waited for the node
+    /// agent (first seen `now`, or when this operator started).
+    pub fn checkpoint_waiting(&self, uid: &str, request: &str, now: Instant) -> Instant {
+        let Ok(mut waiting) = self.checkpoints.lock() else { return now };
+        let entry = waiting.entry(uid.to_owned()).or_insert_with(|| (request.to_owned(), now));
+        if entry.0 != request {
+            *entry = (request.to_owned(), now);
+        }
+        entry.1
+    }
+
+    /// Forgets `uid`'s capture and checkpoint request (its status says
+    /// them, or it is not suspended any more).
     pub fn forget(&self, uid: &str) {
         if let Ok(mut captures) = self.captures.lock() {
             captures.remove(uid);
+        }
+        if let Ok(mut waiting) = self.checkpoints.lock() {
+            waiting.remove(uid);
         }
     }
 
@@ -113,6 +131,9 @@ impl SuspendBook {
     pub fn retain(&self, uids: &HashSet<String>) {
         if let Ok(mut captures) = self.captures.lock() {
             captures.retain(|uid, _| uids.contains(uid));
+        }
+        if let Ok(mut waiting) = self.checkpoints.lock() {
+            waiting.retain(|uid, _| uids.contains(uid));
         }
     }
 
@@ -148,5 +169,22 @@ mod tests {
         assert!(matches!(book.get("u"), Some(Capture::Saved(_))));
         book.retain(&HashSet::new());
         assert!(book.is_empty());
+    }
+
+    #[test]
+    fn a_checkpoint_request_waits_from_when_it_was_first_seen() {
+        let book = SuspendBook::default();
+        let t0 = Instant::now();
+        assert_eq!(book.checkpoint_waiting("u", "suspend-2", t0), t0);
+        assert_eq!(book.checkpoint_waiting("u", "suspend-2", t0 + Duration::from_secs(30)), t0);
+        let later = t0 + Duration::from_secs(60);
+        assert_eq!(book.checkpoint_waiting("u", "suspend-3", later), later, "a new request waits anew");
+        book.forget("u");
+        assert_eq!(
+            book.checkpoint_waiting("u", "suspend-3", later + Duration::from_secs(1)),
+            later + Duration::from_secs(1)
+        );
+        book.retain(&HashSet::new());
+        assert!(book.checkpoints.lock().unwrap().is_empty());
     }
 }
