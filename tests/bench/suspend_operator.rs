@@ -119,20 +119,20 @@ async fn pool_full(client: &Client, ns: &str) -> anyhow::Result<()> {
 
 /// Which path a session is suspended on, and where its browser comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum Kind<'a> {
     /// Its own browser, the State path.
     Own,
     /// From the pool, the State path (resumed into a warm claim).
     Pooled,
     /// Its own browser under this RuntimeClass, the live path.
-    Live(&'static str),
+    Live(&'a str),
 }
 
 async fn one_session(
     client: &Client,
     ns: &str,
     name: &str,
-    kind: Kind,
+    kind: Kind<'_>,
     toleration: &serde_json::Value,
 ) -> anyhow::Result<Sample> {
     let pooled = kind == Kind::Pooled;
@@ -234,7 +234,7 @@ async fn main() -> anyhow::Result<()> {
         None => json!([]),
     };
     // A RuntimeClass the chart's node agent checkpoints: a third series, on the live path.
-    let live_class: Option<&'static str> = args.get(4).filter(|c| !c.is_empty()).map(|c| &*c.clone().leak());
+    let live_class: Option<&str> = args.get(4).map(String::as_str).filter(|c| !c.is_empty());
     let client = client().await?;
     create_pool(&client, &namespace, &toleration).await?;
     let (mut own, mut pooled, mut live) = (Vec::new(), Vec::new(), Vec::new());

@@ -17,12 +17,11 @@ use playpen_api::suspend::SuspendedState;
 use playpen_api::v1alpha1::{BrowserSnapshot, SnapshotPhase};
 use playpen_api::BrowserSession;
 use playpen_tests::eventually;
-use serde_json::json;
 
 use crate::kubectl::{exec, playpen};
-use crate::session::{create_with, pod_name, wait_ready, BROWSER};
-use crate::setup::{start_fixture, Installed};
-use crate::suspend::{eval, fill_in, read_page, COOKIE, NOTE};
+use crate::session::{pod_name, wait_ready, BROWSER};
+use crate::setup::Installed;
+use crate::suspend::{eval, fill_in, read_page, ready_beside_fixture, COOKIE, NOTE};
 
 const SOURCE: &str = "forked-from";
 const SNAPSHOT: &str = "forked";
@@ -32,11 +31,7 @@ const FORKS: [&str; 3] = ["forked-1", "forked-2", "forked-3"];
 /// The scenario, in team A's namespace.
 pub async fn three_forks_start_from_a_snapshot(client: &Client, installed: &Installed) -> anyhow::Result<()> {
     let ns = installed.team_a.name.as_str();
-    let fixture = start_fixture(client, ns, FIXTURE).await?;
-    let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": FIXTURE}}]}});
-    create_with(client, ns, SOURCE, "Enforced", network, json!({})).await?;
-    let (status, _) = wait_ready(client, ns, SOURCE).await?;
-    let source_pod = pod_name(&status)?;
+    let (fixture, source_pod) = ready_beside_fixture(client, ns, SOURCE, FIXTURE).await?;
     let form = fill_in(ns, &source_pod, &fixture).await?;
 
     // Fork: a snapshot, then three sessions from it, through the plugin.

@@ -17,12 +17,11 @@ use playpen_api::live::{GVISOR_RESTORE_IMAGE, RESTORE_RESULT};
 use playpen_api::v1alpha1::Phase;
 use playpen_api::BrowserSession;
 use playpen_tests::eventually;
-use serde_json::json;
 
 use crate::kubectl::{exec, playpen};
-use crate::session::{create_with, pod_name, wait_ready, BROWSER};
-use crate::setup::{start_fixture, Installed};
-use crate::suspend::{fill_in, read_page, COOKIE, NOTE};
+use crate::session::{pod_name, wait_ready, BROWSER};
+use crate::setup::Installed;
+use crate::suspend::{fill_in, pod_deleted, read_page, ready_beside_fixture, COOKIE, NOTE};
 
 const NAME: &str = "live";
 const FIXTURE: &str = "live-fixture";
@@ -48,11 +47,7 @@ pub fn agent_values() -> anyhow::Result<Vec<String>> {
 /// The scenario; the session is deleted at its end.
 pub async fn a_session_is_checkpointed_and_restored(client: &Client, installed: &Installed) -> anyhow::Result<()> {
     let ns = installed.team_a.name.as_str();
-    let fixture = start_fixture(client, ns, FIXTURE).await?;
-    let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": FIXTURE}}]}});
-    create_with(client, ns, NAME, "Enforced", network, json!({})).await?;
-    let (status, _) = wait_ready(client, ns, NAME).await?;
-    let pod = pod_name(&status)?;
+    let (fixture, pod) = ready_beside_fixture(client, ns, NAME, FIXTURE).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let before = pods.get(&pod).await?;
     let (uid, node) = (before.metadata.uid.clone(), before.spec.as_ref().and_then(|s| s.node_name.clone()));
@@ -72,12 +67,7 @@ pub async fn a_session_is_checkpointed_and_restored(client: &Client, installed: 
     ensure!(said.checkpoint == uid && said.node == node, "the checkpoint is not named: {said:?}");
     ensure!(said.bytes.is_some_and(|b| b > 1 << 20), "a sandbox checkpoint of {:?} bytes", said.bytes);
     ensure!(said.state_secret.is_none(), "the live path keeps nothing in a Secret: {said:?}");
-    eventually(Duration::from_secs(120), || async {
-        ensure!(pods.get_opt(&pod).await?.is_none(), "{pod} still exists");
-        Ok(())
-    })
-    .await
-    .context("the suspended session's Pod is deleted")?;
+    pod_deleted(&pods, &pod).await?;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     ensure!(secrets.get_opt(&format!("{NAME}-suspended")).await?.is_none(), "a state Secret was written");
 

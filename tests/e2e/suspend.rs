@@ -112,12 +112,7 @@ async fn parks_and_comes_back(
         parked.conditions
     );
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    eventually(Duration::from_secs(120), || async {
-        ensure!(pods.get_opt(&pod).await?.is_none(), "{pod} still exists");
-        Ok(())
-    })
-    .await
-    .context("the suspended session's Pod is deleted")?;
+    pod_deleted(&pods, &pod).await?;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let state_secret = said.state_secret.clone().context("no status.suspend.stateSecret")?;
     let saved = secrets.get(&state_secret).await?;
@@ -163,6 +158,31 @@ async fn parks_and_comes_back(
     );
     sessions.delete(name, &DeleteParams::background()).await?;
     Ok(resumed)
+}
+
+/// Waits for a suspended session's Pod `pod` to be deleted.
+pub(crate) async fn pod_deleted(pods: &Api<Pod>, pod: &str) -> anyhow::Result<()> {
+    eventually(Duration::from_secs(120), || async {
+        ensure!(pods.get_opt(pod).await?.is_none(), "{pod} still exists");
+        Ok(())
+    })
+    .await
+    .context("the suspended session's Pod is deleted")
+}
+
+/// Session `name` with its own browser, its egress allowed to a fixture
+/// `fixture` of its namespace, once Ready: the fixture's URL and the Pod.
+pub(crate) async fn ready_beside_fixture(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    fixture: &str,
+) -> anyhow::Result<(String, String)> {
+    let url = start_fixture(client, ns, fixture).await?;
+    let network = json!({"egress": {"allowPeers": [{"namespace": ns, "podLabels": {"app": fixture}}]}});
+    create_with(client, ns, name, "Enforced", network, json!({})).await?;
+    let (status, _) = wait_ready(client, ns, name).await?;
+    Ok((url, pod_name(&status)?))
 }
 
 async fn wait_phase(
